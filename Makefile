@@ -1,0 +1,36 @@
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(STAMP_RUN)
+
+demo: $(STAMP_RUN)
+	$(BIN)/turnkeep demo
+
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check actors sampler shell tool_bridge tests bench
+	$(BIN)/ruff format --check actors sampler shell tool_bridge tests bench
+	$(BIN)/mypy actors sampler shell tool_bridge
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP_TEST)
+	$(BIN)/python bench/actors_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

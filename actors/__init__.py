@@ -1,0 +1,70 @@
+"""turnkeep's actor runtime: supervised pykka actors, stable addresses, one shared trio loop.
+
+It knows nothing about LLMs. See the README for a tour and an example.
+"""
+
+from .actor import Actor, handles
+from .address import Address
+from .chaos import ChaosPolicy, ChaosVerdict
+from .dead_letters import DeadLetterLog
+from .errors import (
+    ActorError,
+    ActorUnavailable,
+    AskTimeout,
+    ChaosCrash,
+    ChildStartError,
+    MessageDropped,
+    SupervisorEscalation,
+    UnhandledMessage,
+)
+from .io import IoLoop, IoLoopClosed, Job, JobCancelled, JobState
+from .messages import DeadLetter, Down, ExitReason, JobFailed
+from .supervisor import (
+    ChildInfo,
+    ChildSpec,
+    Restart,
+    RestartIntensity,
+    StartChild,
+    StopChild,
+    Strategy,
+    Supervisor,
+    WhichChildren,
+)
+from .system import ActorSystem, ShutdownReport
+
+__all__ = [
+    "Actor",
+    "ActorError",
+    "ActorSystem",
+    "ActorUnavailable",
+    "Address",
+    "AskTimeout",
+    "ChaosCrash",
+    "ChaosPolicy",
+    "ChaosVerdict",
+    "ChildInfo",
+    "ChildSpec",
+    "ChildStartError",
+    "DeadLetter",
+    "DeadLetterLog",
+    "Down",
+    "ExitReason",
+    "IoLoop",
+    "IoLoopClosed",
+    "Job",
+    "JobCancelled",
+    "JobFailed",
+    "JobState",
+    "MessageDropped",
+    "Restart",
+    "RestartIntensity",
+    "ShutdownReport",
+    "StartChild",
+    "StopChild",
+    "Strategy",
+    "Supervisor",
+    "SupervisorEscalation",
+    "UnhandledMessage",
+    "WhichChildren",
+    "handles",
+]

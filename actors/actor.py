@@ -1,0 +1,254 @@
+"""Actors: pykka threading actors with typed handlers, one crash rule, and no silent loss."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import pykka
+
+from ._reply import Ask
+from .address import STOP, Address, StopRequest
+from .chaos import ChaosVerdict, _ChaosDice
+from .errors import ActorUnavailable, ChaosCrash, MessageDropped, UnhandledMessage
+from .messages import ExitReason
+
+if TYPE_CHECKING:
+    from .io import IoLoop
+    from .system import ActorSystem
+
+__all__ = ["Actor", "handles"]
+
+logger = logging.getLogger("turnkeep.actors")
+
+_HANDLES_ATTR = "__turnkeep_handles__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles(*message_types: type[Any]) -> Callable[[F], F]:
+    """Mark a method of an :class:`Actor` as the handler of ``message_types`` (and their subclasses)."""
+    if not message_types:
+        raise TypeError("handles() needs at least one message type")
+
+    def mark(method: F) -> F:
+        setattr(method, _HANDLES_ATTR, message_types)
+        return method
+
+    return mark
+
+
+@dataclass(eq=False)
+class _Incarnation:
+    """What the runtime knows about one incarnation of an actor."""
+
+    system: ActorSystem
+    address: Address
+    number: int
+    on_exit: Callable[[_Incarnation], None]
+    chaos: _ChaosDice | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    exited: threading.Event = field(default_factory=threading.Event)
+    start_error: BaseException | None = None
+    exit_reason: ExitReason = ExitReason.NORMAL
+    exit_error: BaseException | None = None
+    stop_requested: bool = False
+    killed: bool = False
+    thread: threading.Thread | None = None
+
+
+class _Crashed(Exception):
+    pass
+
+
+class Actor(pykka.ThreadingActor):
+    """An actor whose handlers are methods marked ``@handles(MessageType)``.
+
+    Guarantees:
+
+    * one message at a time, dispatched by the message's type; the handler's return value is the reply to
+      an ask;
+    * a message with no handler is recorded as a dead letter, an asker gets
+      :class:`~actors.UnhandledMessage`, and the actor keeps running;
+    * a handler that raises is a crash whether the message was told or asked: an asker gets the
+      exception, the incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages
+      still queued wait for the next incarnation, and the supervisor applies its strategy;
+    * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
+
+    Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
+    pykka's ``start()``; they reach each other only through :class:`~actors.Address`.
+    """
+
+    use_daemon_thread = True
+    _handler_table: ClassVar[dict[type[Any], Callable[..., Any]]] = {}
+    _tk: _Incarnation
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table: dict[type[Any], Callable[..., Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for attr in vars(klass).values():
+                for message_type in getattr(attr, _HANDLES_ATTR, ()):
+                    table[message_type] = attr
+        cls._handler_table = table
+
+    # -- what handlers may use -----------------------------------------------------------------------
+
+    @property
+    def address(self) -> Address:
+        """This actor's stable address."""
+        return self._tk.address
+
+    @property
+    def system(self) -> ActorSystem:
+        """The system this actor runs in."""
+        return self._tk.system
+
+    @property
+    def io(self) -> IoLoop:
+        """The system's shared trio loop, for everything that waits."""
+        return self._tk.system.io
+
+    @property
+    def incarnation(self) -> int:
+        """1 for the first start of this address's actor, then one more per restart."""
+        return self._tk.number
+
+    def stop_self(self) -> None:
+        """Stop cooperatively after the messages already queued (``on_stop`` runs); the supervisor then
+        restarts the actor if its restart type says so."""
+        self.actor_ref.tell(STOP)
+
+    # -- the loop ------------------------------------------------------------------------------------
+
+    def _attach(self, incarnation: _Incarnation) -> None:
+        self._tk = incarnation
+
+    def _start_actor_loop(self) -> None:
+        thread = threading.Thread(target=self._actor_loop, name=f"actor:{self._tk.address.name}", daemon=True)
+        self._tk.thread = thread
+        thread.start()
+
+    def _actor_loop(self) -> None:
+        tk = self._tk
+        try:
+            try:
+                self.on_start()
+            except BaseException as exc:
+                tk.start_error = exc
+                self._end(ExitReason.CRASHED, exc, "on_start raised")
+                return
+            finally:
+                tk.started.set()
+            inbox = self.actor_inbox
+            while True:
+                envelope = inbox.get()
+                message = envelope.message
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set_exception(
+                        exc_info=(
+                            UnhandledMessage,
+                            UnhandledMessage("use Address.ask, not ActorRef.ask"),
+                            None,
+                        )
+                    )
+                    continue
+                if isinstance(message, StopRequest):
+                    if tk.killed:
+                        self._end(ExitReason.KILLED, None, "the actor was killed")
+                    else:
+                        self._stop_cooperatively()
+                    return
+                try:
+                    self._deliver(message)
+                except _Crashed:
+                    return
+        finally:
+            tk.exited.set()
+            tk.on_exit(tk)
+
+    def _deliver(self, message: Any) -> None:
+        tk = self._tk
+        ask: Ask | None = None
+        if type(message) is Ask:
+            ask = message
+            if not ask.claim():
+                tk.system.dead_letters.record(
+                    tk.address.name, ask.message, "the asker gave up before delivery", was_ask=True
+                )
+                return
+            message = ask.message
+        if tk.killed:
+            reason = "the actor was killed before handling it"
+            self._reject(message, ask, reason, ActorUnavailable(f"{tk.address.name!r}: {reason}"))
+            return
+        handler = self._lookup(type(message))
+        if handler is None:
+            reason = f"{type(self).__name__} has no handler for {type(message).__name__}"
+            self._reject(message, ask, reason, UnhandledMessage(f"{tk.address.name!r}: {reason}"))
+            return
+        try:
+            if tk.chaos is not None:
+                verdict, delay = tk.chaos.roll(message)
+                if delay:
+                    time.sleep(delay)
+                if verdict is ChaosVerdict.DROP:
+                    tk.system._count("chaos_drops")
+                    reason = "dropped by the chaos policy"
+                    self._reject(message, ask, reason, MessageDropped(f"{tk.address.name!r}: {reason}"))
+                    return
+                if verdict is ChaosVerdict.CRASH:
+                    tk.system._count("chaos_crashes")
+                    raise ChaosCrash(f"injected crash in {tk.address.name!r} on {type(message).__name__}")
+            result = handler(self, message)
+        except BaseException as exc:
+            if ask is not None:
+                ask.fail(exc)
+            self._end(ExitReason.CRASHED, exc, f"crashed on {type(message).__name__}")
+            raise _Crashed from None
+        if ask is not None:
+            ask.resolve(result)
+
+    def _lookup(self, message_type: type[Any]) -> Callable[..., Any] | None:
+        table = self._handler_table
+        handler = table.get(message_type)
+        if handler is None:
+            for base in message_type.__mro__[1:]:
+                handler = table.get(base)
+                if handler is not None:
+                    table[message_type] = handler
+                    break
+        return handler
+
+    def _reject(self, message: Any, ask: Ask | None, reason: str, error: BaseException) -> None:
+        if ask is not None:
+            # The ask was claimed already: answer it directly, then record the message itself.
+            ask.fail(error)
+        self._tk.system.dead_letters.record(self._tk.address.name, message, reason, was_ask=ask is not None)
+
+    def _stop_cooperatively(self) -> None:
+        try:
+            self.on_stop()
+        except BaseException as exc:
+            self._end(ExitReason.CRASHED, exc, "on_stop raised")
+            return
+        self._end(ExitReason.NORMAL, None, "the actor stopped")
+
+    def _end(self, reason: ExitReason, error: BaseException | None, why: str) -> None:
+        tk = self._tk
+        tk.exit_reason = reason
+        tk.exit_error = error
+        self.actor_stopped.set()
+        tk.address._detach(self.actor_ref, self.actor_inbox, reason=f"{why}; queued while it was stopping")
+        if error is not None:
+            if isinstance(error, ChaosCrash):
+                logger.info("%s %s: %s", tk.address.name, why, error)
+            else:
+                logger.error("%s %s", tk.address.name, why, exc_info=error)
+            try:
+                self.on_failure(type(error), error, error.__traceback__)
+            except Exception:
+                logger.exception("%s: on_failure raised", tk.address.name)

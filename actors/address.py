@@ -1,0 +1,230 @@
+"""Stable names for actors that outlive any one incarnation."""
+
+from __future__ import annotations
+
+import enum
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pykka
+
+from ._reply import Ask
+from .errors import ActorUnavailable
+from .messages import Down, ExitReason
+
+if TYPE_CHECKING:
+    from .dead_letters import DeadLetterLog
+
+__all__ = ["Address"]
+
+
+class _Runtime(Protocol):
+    dead_letters: DeadLetterLog
+    restart_wait: float
+    ask_timeout: float
+
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> None: ...
+
+
+class _State(enum.Enum):
+    UNBOUND = "no actor has been started at this address"
+    RUNNING = "running"
+    BUFFERING = "restarting"
+    STOPPING = "the actor is stopping"
+    STOPPED = "the actor has stopped"
+
+
+class Address:
+    """A stable name (``"session/42/chat_state"``) that resolves to the current incarnation of an actor.
+
+    Guarantees: a message told or asked here is handled by exactly one incarnation, or recorded as a dead
+    letter with the reason — never silently lost. While the actor restarts, messages wait (at most the
+    system's ``restart_wait``) and are then delivered in order to the new incarnation. :meth:`tell` never
+    blocks; :meth:`ask` never waits past its deadline.
+    """
+
+    __slots__ = ("_lock", "_pending", "_ref", "_runtime", "_state", "_watchers", "name")
+
+    def __init__(self, name: str, runtime: _Runtime) -> None:
+        self.name = name
+        self._runtime = runtime
+        self._lock = threading.Lock()
+        self._state = _State.UNBOUND
+        self._ref: pykka.ActorRef[Any] | None = None
+        self._pending: deque[tuple[float, Any]] = deque()
+        self._watchers: list[Address] = []
+
+    def __repr__(self) -> str:
+        return f"Address({self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Address) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @property
+    def alive(self) -> bool:
+        """Whether an incarnation is currently accepting messages."""
+        return self._state is _State.RUNNING
+
+    @property
+    def status(self) -> str:
+        """A short word for the address's state: unbound, running, restarting, stopping or stopped."""
+        return {_State.BUFFERING: "restarting"}.get(self._state, self._state.name.lower())
+
+    def tell(self, message: Any) -> None:
+        """Send ``message`` without waiting; it is handled, or recorded as a dead letter."""
+        with self._lock:
+            state = self._state
+            if state is _State.RUNNING:
+                assert self._ref is not None
+                try:
+                    self._ref.tell(message)
+                    return
+                except pykka.ActorDeadError:
+                    state = _State.STOPPED
+            elif state is _State.BUFFERING:
+                self._pending.append((time.monotonic(), message))
+                return
+        self._runtime.dead_letters.record(self.name, message, state.value)
+
+    def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send ``message`` and return the handler's reply, or raise what the handler raised.
+
+        Raises :class:`~actors.ActorUnavailable` when the message cannot be delivered,
+        :class:`~actors.AskTimeout` past ``timeout`` (default: the system's ``ask_timeout``),
+        :class:`~actors.UnhandledMessage` when the actor has no handler for it.
+        """
+        ask = Ask(message)
+        self.tell(ask)
+        return ask.wait(self._runtime.ask_timeout if timeout is None else timeout, self.name)
+
+    # -- used by the runtime -------------------------------------------------------------------------
+
+    def _bind(self, ref: pykka.ActorRef[Any]) -> None:
+        """Make ``ref`` the current incarnation and deliver, in order, what waited for it."""
+        now = time.monotonic()
+        expired: list[Any] = []
+        with self._lock:
+            self._ref = ref
+            self._state = _State.RUNNING
+            pending, self._pending = self._pending, deque()
+            for queued_at, message in pending:
+                if now - queued_at > self._runtime.restart_wait:
+                    expired.append(message)
+                else:
+                    ref.tell(message)
+        self._dead(expired, f"the actor did not come back within {self._runtime.restart_wait:g} s")
+
+    def _begin_stop(self, ref: pykka.ActorRef[Any], stop_message: Any, *, restarting: bool) -> None:
+        """Queue ``stop_message`` behind everything already sent; later messages wait for the next
+        incarnation (``restarting``) or become dead letters."""
+        with self._lock:
+            if self._ref is ref and self._state is _State.RUNNING:
+                self._state = _State.BUFFERING if restarting else _State.STOPPING
+                ref.tell(stop_message)
+            elif self._ref is ref:
+                ref.tell(stop_message)
+
+    def _detach(self, ref: pykka.ActorRef[Any], inbox: Any, *, reason: str) -> None:
+        """The incarnation ``ref`` has ended: take back what is still in its inbox. It waits for the next
+        incarnation unless the address is stopping, in which case it becomes a dead letter."""
+        leftovers = _drain(inbox)
+        dead: list[Any] = []
+        schedule = False
+        with self._lock:
+            if self._ref is ref:
+                self._ref = None
+                if self._state is _State.RUNNING:
+                    self._state = _State.BUFFERING
+                if self._state is _State.BUFFERING:
+                    now = time.monotonic()
+                    self._pending.extendleft((now, message) for message in reversed(leftovers))
+                    schedule = True
+                else:
+                    dead = leftovers
+            else:
+                dead = leftovers
+        self._dead(dead, reason)
+        if schedule:
+            self._runtime._schedule(self._runtime.restart_wait, self._expire)
+
+    def _close(self, reason: str) -> None:
+        """No incarnation will follow: everything waiting becomes a dead letter, as will later messages."""
+        with self._lock:
+            self._state = _State.STOPPED
+            self._ref = None
+            pending, self._pending = self._pending, deque()
+        self._dead([message for _, message in pending], reason)
+
+    def _expire(self) -> None:
+        bound = self._runtime.restart_wait
+        now = time.monotonic()
+        with self._lock:
+            if self._state is not _State.BUFFERING:
+                return
+            expired = [message for queued_at, message in self._pending if now - queued_at >= bound]
+            self._pending = deque(item for item in self._pending if now - item[0] < bound)
+        self._dead(expired, f"the actor did not come back within {bound:g} s")
+
+    def _dead(self, messages: list[Any], reason: str) -> None:
+        for message in messages:
+            if isinstance(message, _Internal):
+                message.undeliverable(self.name)
+            else:
+                self._runtime.dead_letters.record(self.name, message, reason)
+
+    def _add_watcher(self, watcher: Address) -> None:
+        with self._lock:
+            if watcher not in self._watchers:
+                self._watchers.append(watcher)
+
+    def _remove_watcher(self, watcher: Address) -> None:
+        with self._lock:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    def _notify_down(self, reason: ExitReason, error: BaseException | None, incarnation: int) -> None:
+        with self._lock:
+            watchers = list(self._watchers)
+        notice = Down(address=self.name, reason=reason, error=error, incarnation=incarnation)
+        for watcher in watchers:
+            watcher.tell(notice)
+
+
+class _Internal:
+    """A runtime message with its own rule for what happens when it cannot be delivered."""
+
+    __slots__ = ()
+
+    def undeliverable(self, address: str) -> None:
+        """Called instead of recording a dead letter."""
+
+
+class StopRequest(_Internal):
+    """Tells one incarnation to stop after the messages queued before it; never passed on to another."""
+
+    __slots__ = ()
+
+
+STOP = StopRequest()
+
+
+def _drain(inbox: Any) -> list[Any]:
+    messages: list[Any] = []
+    while True:
+        try:
+            envelope = inbox.get_nowait()
+        except queue.Empty:
+            return messages
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception(
+                exc_info=(ActorUnavailable, ActorUnavailable("the actor stopped before handling it"), None)
+            )
+        elif not isinstance(envelope.message, StopRequest):
+            messages.append(envelope.message)

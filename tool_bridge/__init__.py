@@ -1,0 +1,1 @@
+"""turnkeep tool_bridge."""
