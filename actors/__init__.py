@@ -14,6 +14,7 @@ from .errors import (
     ChaosCrash,
     ChildStartError,
     MessageDropped,
+    Refuse,
     SupervisorEscalation,
     UnhandledMessage,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "JobFailed",
     "JobState",
     "MessageDropped",
+    "Refuse",
     "Restart",
     "RestartIntensity",
     "ShutdownReport",

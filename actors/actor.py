@@ -14,7 +14,7 @@ import pykka
 from ._reply import Ask
 from .address import STOP, Address, StopRequest
 from .chaos import ChaosVerdict, _ChaosDice
-from .errors import ActorUnavailable, ChaosCrash, MessageDropped, UnhandledMessage
+from .errors import ActorUnavailable, ChaosCrash, MessageDropped, Refuse, UnhandledMessage
 from .messages import ExitReason
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class Actor(pykka.ThreadingActor):
       an ask;
     * a message with no handler is recorded as a dead letter, an asker gets
       :class:`~actors.UnhandledMessage`, and the actor keeps running;
-    * a handler that raises is a crash whether the message was told or asked: an asker gets the
+    * a handler may raise :class:`~actors.Refuse` to answer with an error and keep running;
+    * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
       exception, the incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages
       still queued wait for the next incarnation, and the supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
@@ -88,12 +89,13 @@ class Actor(pykka.ThreadingActor):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        table: dict[type[Any], Callable[..., Any]] = {}
+        names: dict[type[Any], str] = {}
         for klass in reversed(cls.__mro__):
-            for attr in vars(klass).values():
+            for name, attr in vars(klass).items():
                 for message_type in getattr(attr, _HANDLES_ATTR, ()):
-                    table[message_type] = attr
-        cls._handler_table = table
+                    names[message_type] = name
+        # An override of a handler method, marked or not, handles the same types.
+        cls._handler_table = {message_type: getattr(cls, name) for message_type, name in names.items()}
 
     # -- what handlers may use -----------------------------------------------------------------------
 
@@ -141,6 +143,9 @@ class Actor(pykka.ThreadingActor):
                 tk.start_error = exc
                 self._end(ExitReason.CRASHED, exc, "on_start raised")
                 return
+            else:
+                if not tk.killed:
+                    tk.address._bind(self.actor_ref)
             finally:
                 tk.started.set()
             inbox = self.actor_inbox
@@ -204,6 +209,12 @@ class Actor(pykka.ThreadingActor):
                     tk.system._count("chaos_crashes")
                     raise ChaosCrash(f"injected crash in {tk.address.name!r} on {type(message).__name__}")
             result = handler(self, message)
+        except Refuse as refusal:
+            if ask is not None:
+                ask.fail(refusal.error)
+            else:
+                tk.system.dead_letters.record(tk.address.name, message, f"refused: {refusal.error}")
+            return
         except BaseException as exc:
             if ask is not None:
                 ask.fail(exc)

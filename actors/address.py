@@ -121,6 +121,14 @@ class Address:
                     ref.tell(message)
         self._dead(expired, f"the actor did not come back within {self._runtime.restart_wait:g} s")
 
+    def _expect(self) -> None:
+        """An incarnation is starting: hold messages for it (bounded) instead of refusing them."""
+        with self._lock:
+            if self._state in (_State.RUNNING, _State.BUFFERING):
+                return
+            self._state = _State.BUFFERING
+        self._runtime._schedule(self._runtime.restart_wait, self._expire)
+
     def _begin_stop(self, ref: pykka.ActorRef[Any], stop_message: Any, *, restarting: bool) -> None:
         """Queue ``stop_message`` behind everything already sent; later messages wait for the next
         incarnation (``restarting``) or become dead letters."""

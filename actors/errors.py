@@ -9,6 +9,7 @@ __all__ = [
     "ChaosCrash",
     "ChildStartError",
     "MessageDropped",
+    "Refuse",
     "SupervisorEscalation",
     "UnhandledMessage",
 ]
@@ -57,3 +58,12 @@ class ChildStartError(ActorError):
 class SupervisorEscalation(ActorError):
     """A supervisor exceeded its restart intensity, stopped its children and failed itself; its parent
     receives this as the crash reason."""
+
+
+class Refuse(Exception):
+    """Raised by a handler to answer with ``error`` without crashing: an asker gets ``error`` raised, the
+    actor keeps its state and goes on. A refused tell is recorded as a dead letter with the reason."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error

@@ -16,7 +16,7 @@ import pykka
 from .actor import Actor, _Incarnation, handles
 from .address import STOP, Address, _Internal
 from .chaos import ChaosPolicy
-from .errors import ChildStartError, SupervisorEscalation
+from .errors import ChildStartError, Refuse, SupervisorEscalation
 from .messages import ExitReason
 
 __all__ = [
@@ -178,8 +178,11 @@ class Supervisor(Actor):
     @handles(StartChild)
     def _on_start_child(self, message: StartChild) -> Address:
         if not isinstance(message.spec, ChildSpec):
-            raise TypeError(f"StartChild needs a ChildSpec, got {type(message.spec).__name__}")
-        return self._add(message.spec)
+            raise Refuse(TypeError(f"StartChild needs a ChildSpec, got {type(message.spec).__name__}"))
+        try:
+            return self._add(message.spec)
+        except (ChildStartError, ValueError) as exc:
+            raise Refuse(exc) from exc
 
     @handles(StopChild)
     def _on_stop_child(self, message: StopChild) -> bool:

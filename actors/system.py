@@ -202,7 +202,7 @@ class ActorSystem:
             self._root_ref = actor.actor_ref
         with self._lock:
             self._live.add(incarnation)
-        incarnation.address._bind(actor.actor_ref)
+        incarnation.address._expect()
         actor._start_actor_loop()
 
     def _incarnation_ended(self, incarnation: _Incarnation) -> None:

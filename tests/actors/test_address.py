@@ -1,0 +1,116 @@
+"""Addresses: stable names, bounded waits across restarts, deadlines on every ask, no silent loss."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from actors import ActorSystem, ActorUnavailable, AskTimeout, ChildSpec
+from tests.actors._kit import Block, Boom, Counter, Get, Inc, Journal
+
+
+def test_an_address_outlives_its_incarnations(system: ActorSystem) -> None:
+    counter = system.spawn(ChildSpec("counter", Counter))
+    assert system.address("counter") is counter
+    counter.tell(Boom())
+    assert counter.ask(Inc(1)) == 1
+    assert counter.status == "running"
+
+
+def test_messages_to_a_name_without_actor_are_dead_letters_at_once(system: ActorSystem) -> None:
+    nobody = system.address("nobody")
+    nobody.tell(Inc(1))
+    started = time.monotonic()
+    with pytest.raises(ActorUnavailable, match="no actor has been started"):
+        nobody.ask(Get(), timeout=5)
+    assert time.monotonic() - started < 1
+    assert [d.reason for d in system.dead_letters.recent()] == [
+        "no actor has been started at this address"
+    ] * 2
+
+
+def test_messages_sent_while_restarting_wait_and_arrive_in_order() -> None:
+    release = threading.Event()
+    journal = Journal()
+
+    class SlowRestart(Counter):
+        def on_start(self) -> None:
+            if self.incarnation > 1:
+                release.wait(5)
+            super().on_start()
+
+        def inc(self, message: Inc) -> int:  # type: ignore[override]
+            journal.add(str(message.n))
+            return super().inc(message)
+
+    with ActorSystem(restart_wait=5.0) as system:
+        counter = system.spawn(ChildSpec("slow", SlowRestart))
+        counter.tell(Boom())
+        for n in range(20):
+            counter.tell(Inc(n))
+        release.set()
+        assert counter.ask(Get(), timeout=5) == sum(range(20))
+        assert journal.snapshot() == [str(n) for n in range(20)]
+        assert system.dead_letters.total == 0
+
+
+def test_past_the_restart_bound_tells_become_dead_letters_and_asks_fail() -> None:
+    release = threading.Event()
+
+    class NeverBack(Counter):
+        def on_start(self) -> None:
+            if self.incarnation > 1:
+                release.wait(10)
+
+    with ActorSystem(restart_wait=0.2) as system:
+        counter = system.spawn(ChildSpec("stuck", NeverBack, start_timeout=3.0))
+        counter.tell(Boom())
+        counter.tell(Inc(1))
+        with pytest.raises(ActorUnavailable, match=r"did not come back within 0.2 s"):
+            counter.ask(Get(), timeout=5)
+        letters = system.dead_letters.recent()
+        assert [type(d.message) for d in letters] == [Inc, Get]
+        release.set()
+
+
+def test_an_ask_that_times_out_before_delivery_is_never_handled(system: ActorSystem) -> None:
+    journal = Journal()
+    counter = system.spawn(ChildSpec("counter", lambda: Counter(journal)))
+    release = threading.Event()
+    threading.Thread(target=counter.ask, args=(Block(release),), daemon=True).start()
+    assert journal.wait_for("counter:blocked")
+    with pytest.raises(AskTimeout) as info:
+        counter.ask(Inc(7), timeout=0.05)
+    assert info.value.delivered is False
+    release.set()
+    assert counter.ask(Get()) == 0
+    assert any("asker gave up" in d.reason for d in system.dead_letters.recent())
+
+
+def test_asks_racing_a_stop_each_end_with_a_reply_or_a_named_error(system: ActorSystem) -> None:
+    counter = system.spawn(ChildSpec("counter", Counter))
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def hammer() -> None:
+        for _ in range(200):
+            try:
+                counter.ask(Inc(1), timeout=5)
+                result = "ok"
+            except ActorUnavailable:
+                result = "unavailable"
+            with lock:
+                outcomes.append(result)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.01)
+    system.stop("counter")
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(outcomes) == 800
+    assert outcomes.count("unavailable") == system.dead_letters.total
