@@ -1,0 +1,172 @@
+"""SamplerActor: one LLM request at a time per session, run on the IoLoop, reported by messages."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+import msgspec
+
+from actors import Actor, Job, JobFailed, handles
+
+from .core import ProjectionMemory, SamplerSettings, sample_step
+from .errors import LlmError, LlmErrorKind
+from .events import Cancelled, Failed
+from .messages import AssistantMessage, ModelRequest
+
+__all__ = ["CancelSample", "EndTurn", "Sample", "SamplerActor", "SamplerRuntime"]
+
+logger = logging.getLogger("turnkeep.sampler")
+
+
+class Sample(msgspec.Struct, frozen=True, tag=True):
+    """Run one step: stream ``request`` and tell every event to the actor at ``reply_to``."""
+
+    request_id: str
+    turn: str
+    """Steps of the same turn share their projection memory."""
+    request: ModelRequest
+    reply_to: str
+
+
+class CancelSample(msgspec.Struct, frozen=True, tag=True):
+    """End the step ``request_id`` now; it reports ``Cancelled`` with what had streamed."""
+
+    request_id: str
+
+
+class EndTurn(msgspec.Struct, frozen=True, tag=True):
+    """The turn is over: forget how its requests were degraded."""
+
+    turn: str
+
+
+class _StepDone(msgspec.Struct, frozen=True, tag=True):
+    request_id: str
+
+
+@dataclass(eq=False)
+class SamplerRuntime:
+    """The sampler's state that outlives any one incarnation of its actor: the HTTP client, the running
+    step, the queue and each turn's projection memory. Create one per session and capture it in the
+    actor's factory."""
+
+    settings: SamplerSettings
+    api_key: Callable[[], str | None] = lambda: None
+    seed: int | None = None
+    rng: random.Random = field(init=False)
+    running: dict[str, tuple[Sample, Job]] = field(default_factory=dict)
+    queue: deque[Sample] = field(default_factory=deque)
+    memories: dict[str, ProjectionMemory] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _client: httpx.AsyncClient | None = None
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def client(self) -> httpx.AsyncClient:
+        """The HTTP client; created on first use, on the IoLoop."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=4))
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client, if one was made."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
+class SamplerActor(Actor):
+    """Runs one step at a time (later ``Sample`` messages wait in order) and never loses one: every
+    ``Sample`` ends with exactly one Completed, Failed or Cancelled told to its ``reply_to``, even when
+    the step's job itself breaks or this actor is stopped."""
+
+    def __init__(self, runtime: SamplerRuntime) -> None:
+        super().__init__()
+        self._runtime = runtime
+
+    def on_start(self) -> None:
+        if not self._runtime.running:
+            self._next()
+
+    def on_stop(self) -> None:
+        runtime = self._runtime
+        for _, job in list(runtime.running.values()):
+            job.cancel()
+        while runtime.queue:
+            self._report_cancelled(runtime.queue.popleft())
+        self.io.submit(runtime.aclose, name="sampler-close")
+
+    @handles(Sample)
+    def _on_sample(self, message: Sample) -> None:
+        self._runtime.queue.append(message)
+        if not self._runtime.running:
+            self._next()
+
+    @handles(CancelSample)
+    def _on_cancel(self, message: CancelSample) -> None:
+        runtime = self._runtime
+        running = runtime.running.get(message.request_id)
+        if running is not None:
+            running[1].cancel()
+            return
+        for sample in list(runtime.queue):
+            if sample.request_id == message.request_id:
+                runtime.queue.remove(sample)
+                self._report_cancelled(sample)
+
+    @handles(EndTurn)
+    def _on_end_turn(self, message: EndTurn) -> None:
+        self._runtime.memories.pop(message.turn, None)
+
+    @handles(_StepDone)
+    def _on_step_done(self, message: _StepDone) -> None:
+        self._runtime.running.pop(message.request_id, None)
+        self._next()
+
+    @handles(JobFailed)
+    def _on_job_failed(self, message: JobFailed) -> None:
+        # The step itself broke (a defect, not a provider failure): report it as a failure, never drop it.
+        for request_id, (sample, job) in list(self._runtime.running.items()):
+            if job.id == message.job_id:
+                error = LlmError(LlmErrorKind.UNKNOWN, message=f"the sampler failed: {message.error!r}")
+                self.system.address(sample.reply_to).tell(Failed(request_id, error, 0))
+                self._runtime.running.pop(request_id, None)
+        self._next()
+
+    def _next(self) -> None:
+        runtime = self._runtime
+        if runtime.running or not runtime.queue:
+            return
+        sample = runtime.queue.popleft()
+        job = self.io.submit(self._run, sample, name=f"sample:{sample.request_id}", owner=self.address)
+        runtime.running[sample.request_id] = (sample, job)
+
+    async def _run(self, sample: Sample) -> None:
+        runtime = self._runtime
+        reply = self.system.address(sample.reply_to)
+        memory = runtime.memories.setdefault(sample.turn, ProjectionMemory())
+        address = self.address
+        try:
+            await sample_step(
+                sample.request,
+                request_id=sample.request_id,
+                client=runtime.client(),
+                settings=runtime.settings,
+                emit=reply.tell,
+                api_key=runtime.api_key,
+                rng=runtime.rng,
+                memory=memory,
+            )
+        finally:
+            address.tell(_StepDone(sample.request_id))
+
+    def _report_cancelled(self, sample: Sample) -> None:
+        partial = AssistantMessage(interrupted=True)
+        self.system.address(sample.reply_to).tell(Cancelled(sample.request_id, partial, 0))

@@ -1,0 +1,272 @@
+"""One sampling step on trio: stream a model call, absorb what a retry or a re-shaped request can fix."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+import msgspec
+import trio
+
+from ._sse import SseParser
+from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_error, classify_stream_error
+from .events import (
+    Cancelled,
+    Completed,
+    Delta,
+    Failed,
+    Outcome,
+    Projection,
+    ProjectionFallback,
+    Retrying,
+    SamplerEvent,
+)
+from .messages import AssistantMessage, FinishReason, ModelRequest, media_parts_count
+from .projection import degrade_media, strict_structure, strip_media
+from .providers import (
+    AssistantResult,
+    ProviderName,
+    StreamDecodeError,
+    StreamDecoder,
+    StreamError,
+    TextDelta,
+    get_adapter,
+)
+from .retry import RetryPolicy, decide
+
+__all__ = ["FILTERED_MESSAGE", "ProjectionMemory", "SamplerSettings", "sample_step"]
+
+FILTERED_MESSAGE = "Provider safety policy blocked the response."
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class SamplerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where and how to call the model. Nothing here is secret: keys come from a credential callable."""
+
+    base_url: str
+    provider: ProviderName = "openai"
+    headers: dict[str, str] = {}
+    connect_timeout: float = 10.0
+    write_timeout: float = 30.0
+    idle_timeout: float = 120.0
+    """Longest silence between two chunks of a streamed response before the attempt counts as timed out."""
+    coalesce_interval: float = 0.05
+    """Deltas are forwarded at most this often (the first one at once)."""
+    policy: RetryPolicy = RetryPolicy()
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "write_timeout", "idle_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SamplerSettings.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.coalesce_interval < 0:
+            raise ValueError(
+                f"SamplerSettings.coalesce_interval must be >= 0, got {self.coalesce_interval!r}"
+            )
+
+
+@dataclass
+class ProjectionMemory:
+    """How degraded the requests of one turn are; a turn's next step starts where the last one ended."""
+
+    media: int = 0
+    """0 full media, 1 degraded to the newest two, 2 stripped."""
+    strict: bool = False
+
+    def project(self, request: ModelRequest) -> ModelRequest:
+        """``request`` as the provider should see it now."""
+        if self.media == 1:
+            request = degrade_media(request)
+        elif self.media == 2:
+            request = strip_media(request)
+        if self.strict:
+            request = strict_structure(request)
+        return request
+
+    def fall_back(self, error: LlmError, request: ModelRequest) -> Projection | None:
+        """The next projection to try for a shape error, or ``None`` when none is left that changes the
+        request."""
+        media = media_parts_count(request)
+        if error.kind is LlmErrorKind.REQUEST_TOO_LARGE and self.media == 0 and media > 2:
+            self.media = 1
+            return Projection.DEGRADED_MEDIA
+        shape = error.kind in (LlmErrorKind.REQUEST_TOO_LARGE, LlmErrorKind.IMAGE_FORMAT)
+        if shape and self.media < 2 and media > 0:
+            self.media = 2
+            return Projection.STRIPPED_MEDIA
+        if error.kind is LlmErrorKind.REQUEST_STRUCTURE and not self.strict:
+            before = self.project(request)
+            self.strict = True
+            if strict_structure(before) is not before:
+                return Projection.STRICT_STRUCTURE
+        return None
+
+
+@dataclass
+class _Attempt:
+    decoder: StreamDecoder | None = None
+    streamed: bool = False
+    pending: list[str] = field(default_factory=list)
+
+
+async def sample_step(
+    request: ModelRequest,
+    *,
+    request_id: str,
+    client: httpx.AsyncClient,
+    settings: SamplerSettings,
+    emit: Callable[[SamplerEvent], None],
+    api_key: Callable[[], str | None] = lambda: None,
+    rng: random.Random | None = None,
+    memory: ProjectionMemory | None = None,
+) -> Outcome:
+    """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
+
+    Transient failures are retried under ``settings.policy`` with a :class:`Retrying` notice each;
+    request-shape failures are re-sent with a degraded projection (:class:`ProjectionFallback`) without
+    spending attempts; deltas are emitted coalesced. Cancelling the surrounding trio scope ends the step at
+    once — also during a back-off — after emitting :class:`Cancelled` with what had streamed.
+    """
+    rng = rng or random.Random()
+    memory = memory or ProjectionMemory()
+    policy = settings.policy
+    attempt = 0
+    current = _Attempt()
+    projections: list[Projection] = []
+    try:
+        while True:
+            attempt += 1
+            while True:
+                current = _Attempt()
+                projected = memory.project(request)
+                result = await _one_attempt(projected, request_id, client, settings, emit, api_key(), current)
+                error = _judge(result) if isinstance(result, AssistantResult) else result
+                if error is None:
+                    assert isinstance(result, AssistantResult)
+                    completed = Completed(
+                        request_id,
+                        result.message,
+                        result.usage,
+                        result.finish_reason,
+                        attempt,
+                        tuple(projections),
+                    )
+                    emit(completed)
+                    return completed
+                fallback = memory.fall_back(error, request)
+                if fallback is None:
+                    break
+                projections.append(fallback)
+                emit(ProjectionFallback(request_id, fallback, error.kind))
+            decision = decide(error, attempt, policy, rng)
+            if not decision.retry:
+                failed = Failed(request_id, decision.error, attempt)
+                emit(failed)
+                return failed
+            emit(
+                Retrying(
+                    request_id=request_id,
+                    attempt=attempt,
+                    max_attempts=policy.max_attempts,
+                    delay=decision.delay,
+                    kind=error.kind,
+                    status=error.status,
+                    message=error.message,
+                    discard_partial=current.streamed,
+                )
+            )
+            current = _Attempt()
+            await trio.sleep(decision.delay)
+    except trio.Cancelled:
+        decoder = current.decoder
+        partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
+        emit(Cancelled(request_id, partial, attempt))
+        raise
+
+
+def _judge(result: AssistantResult) -> LlmError | None:
+    """The error a finished stream amounts to, or ``None`` when it is a usable answer."""
+    if result.finish_reason is FinishReason.CONTENT_FILTER:
+        return LlmError(LlmErrorKind.PROVIDER, message=FILTERED_MESSAGE, code="content_filter", filtered=True)
+    if not result.produced:
+        return LlmError(LlmErrorKind.EMPTY_RESPONSE, message="the model returned nothing")
+    return None
+
+
+async def _one_attempt(
+    request: ModelRequest,
+    request_id: str,
+    client: httpx.AsyncClient,
+    settings: SamplerSettings,
+    emit: Callable[[SamplerEvent], None],
+    api_key: str | None,
+    attempt: _Attempt,
+) -> AssistantResult | LlmError:
+    adapter = get_adapter(settings.provider)
+    url = settings.base_url.rstrip("/") + adapter.path
+    headers = {**adapter.headers(api_key), **settings.headers}
+    timeout = httpx.Timeout(
+        connect=settings.connect_timeout,
+        read=settings.idle_timeout * 2,
+        write=settings.write_timeout,
+        pool=settings.connect_timeout,
+    )
+    idle = settings.idle_timeout
+    interval = settings.coalesce_interval
+    try:
+        with trio.CancelScope(deadline=trio.current_time() + settings.connect_timeout + idle) as watchdog:
+            async with client.stream(
+                "POST", url, content=adapter.encode_request(request), headers=headers, timeout=timeout
+            ) as response:
+                if response.status_code != 200:
+                    body = await _read_bounded(response, watchdog, idle)
+                    return classify_http_error(response.status_code, body, response.headers)
+                decoder = attempt.decoder = adapter.new_decoder()
+                parser = SseParser()
+                pending = attempt.pending
+                next_flush = 0.0
+                async for chunk in response.aiter_bytes():
+                    now = trio.current_time()
+                    watchdog.deadline = now + idle
+                    for sse in parser.feed(chunk):
+                        for event in decoder.feed(sse):
+                            if type(event) is TextDelta:
+                                pending.append(event.text)
+                            elif type(event) is StreamError:
+                                return classify_stream_error(event.data, event.event)
+                    if pending and now >= next_flush:
+                        emit(Delta(request_id, "".join(pending)))
+                        pending.clear()
+                        attempt.streamed = True
+                        next_flush = now + interval
+                for sse in parser.close():
+                    for event in decoder.feed(sse):
+                        if type(event) is TextDelta:
+                            pending.append(event.text)
+                        elif type(event) is StreamError:
+                            return classify_stream_error(event.data, event.event)
+                if pending:
+                    emit(Delta(request_id, "".join(pending)))
+                    pending.clear()
+                    attempt.streamed = True
+                result = decoder.finish()
+        if watchdog.cancelled_caught:
+            return LlmError(LlmErrorKind.TIMEOUT, message=f"no data from the provider for {idle:g} s")
+    except (httpx.HTTPError, OSError, StreamDecodeError) as exc:
+        return classify_exception(exc)
+    if not result.complete:
+        if result.produced:
+            return LlmError(LlmErrorKind.CONNECTION, message="the stream ended before the provider finished")
+        return LlmError(LlmErrorKind.EMPTY_RESPONSE, message="the stream ended without any output")
+    return result
+
+
+async def _read_bounded(response: httpx.Response, watchdog: trio.CancelScope, idle: float) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        watchdog.deadline = trio.current_time() + idle
+        body += chunk
+        if len(body) >= _MAX_ERROR_BODY:
+            break
+    return bytes(body[:_MAX_ERROR_BODY])

@@ -1,0 +1,98 @@
+"""What a sampling step reports, as frozen messages: deltas and notices on the way, then one outcome."""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias
+
+import msgspec
+
+from .errors import LlmError, LlmErrorKind
+from .messages import AssistantMessage, FinishReason, Usage
+
+__all__ = [
+    "Cancelled",
+    "Completed",
+    "Delta",
+    "Failed",
+    "Outcome",
+    "Projection",
+    "ProjectionFallback",
+    "Retrying",
+    "SamplerEvent",
+]
+
+
+class Projection(enum.StrEnum):
+    """How a request was re-shaped so that the provider accepts it."""
+
+    DEGRADED_MEDIA = "degraded_media"
+    """Only the 2 newest media parts kept; older ones replaced by a placeholder."""
+    STRIPPED_MEDIA = "stripped_media"
+    """Every media part replaced by a placeholder."""
+    STRICT_STRUCTURE = "strict_structure"
+    """Tool results moved next to their calls, orphans turned to text, roles merged."""
+
+
+class Delta(msgspec.Struct, frozen=True, tag=True):
+    """Text streamed by the current attempt (several tokens coalesced)."""
+
+    request_id: str
+    text: str
+
+
+class Retrying(msgspec.Struct, frozen=True, tag=True):
+    """Attempt ``attempt`` of ``max_attempts`` failed with a transient error; the next starts after
+    ``delay`` seconds. When ``discard_partial`` is true, text streamed by the failed attempt is void."""
+
+    request_id: str
+    attempt: int
+    max_attempts: int
+    delay: float
+    kind: LlmErrorKind
+    status: int | None
+    message: str
+    discard_partial: bool
+
+
+class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
+    """The provider rejected the request's shape; it is re-sent with ``projection``, without spending a
+    retry attempt. Text streamed before it is void."""
+
+    request_id: str
+    projection: Projection
+    kind: LlmErrorKind
+
+
+class Completed(msgspec.Struct, frozen=True, tag=True):
+    """The step produced an assistant message."""
+
+    request_id: str
+    message: AssistantMessage
+    usage: Usage | None
+    finish_reason: FinishReason
+    attempts: int
+    projections: tuple[Projection, ...] = ()
+
+
+class Failed(msgspec.Struct, frozen=True, tag=True):
+    """The step failed for good: not retryable, or out of attempts. ``error.kind`` says why."""
+
+    request_id: str
+    error: LlmError
+    attempts: int
+
+
+class Cancelled(msgspec.Struct, frozen=True, tag=True):
+    """The step was cancelled; ``partial`` is what the current attempt had streamed (marked interrupted)."""
+
+    request_id: str
+    partial: AssistantMessage
+    attempts: int
+
+
+Outcome: TypeAlias = Completed | Failed | Cancelled
+"""How a step ends: exactly one of these."""
+
+SamplerEvent: TypeAlias = Delta | Retrying | ProjectionFallback | Completed | Failed | Cancelled
+"""Everything a step reports."""
