@@ -1,0 +1,519 @@
+"""Typed, validated settings, read from a TOML file and ``TURNKEEP_*`` environment variables.
+
+Every setting has a default, so an empty file (or none) is a valid configuration. A value from the
+environment wins over the file. Anything wrong — an unknown key, a value of the wrong type or out of range,
+malformed TOML — is refused by :func:`load_settings` with a :class:`ConfigError` naming the key as a dotted
+path (``loop_control.max_steps_per_turn``), so a mistake shows at start, not in the middle of a turn.
+
+The environment variable for a setting is ``TURNKEEP_<SECTION>__<KEY>``, upper case, with a double
+underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=5``. Its value is parsed by
+the setting's type: a whole number, a decimal number, ``true``/``false`` (also ``1``/``0``, ``yes``/``no``,
+``on``/``off``), text; a list as comma-separated items; a table as comma-separated ``name=value`` pairs; an
+empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_ATTEMPTS_PER_STEP`` sets
+``retry.max_attempts`` and ``TURNKEEP_CONFIG`` names the file to read when none is given; any other
+``TURNKEEP_`` variable is an error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
+
+import msgspec
+
+from sampler.retry import RetryPolicy
+
+from ._secrets import redact
+
+__all__ = [
+    "CompactionSettings",
+    "ConfigError",
+    "DoomLoopRecoverySettings",
+    "HostSettings",
+    "LoopControlSettings",
+    "ProviderSettings",
+    "RetrySettings",
+    "Settings",
+    "StoreSettings",
+    "TimeoutSettings",
+    "ToolSettings",
+    "WindowSettings",
+    "load_settings",
+]
+
+_PREFIX = "TURNKEEP_"
+_CONFIG_ENV = "TURNKEEP_CONFIG"
+_MAX_ATTEMPTS_ENV = "TURNKEEP_MAX_ATTEMPTS_PER_STEP"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says which key (``key``, dotted) and why.
+
+    ``key`` is None when the problem is not one setting's (a missing or malformed file).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.key = key
+
+
+# --- Validation helpers: each raises ValueError("<section>.<key>: <problem>") -----------------------------
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Section(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A table of the configuration file; ``_name`` is its key."""
+
+    _name: ClassVar[str] = ""
+
+    def _fail(self, key: str, problem: str) -> ValueError:
+        return ValueError(f"{self._name}.{key}: {problem}")
+
+    def _int(self, key: str, minimum: int) -> None:
+        value = getattr(self, key)
+        if not _is_int(value) or value < minimum:
+            raise self._fail(key, f"must be a whole number >= {minimum}, got {value!r}")
+
+    def _number(
+        self, key: str, minimum: float, *, inclusive: bool = True, maximum: float | None = None
+    ) -> None:
+        value = getattr(self, key)
+        low_ok = _is_number(value) and (value >= minimum if inclusive else value > minimum)
+        if not low_ok or (maximum is not None and value > maximum):
+            low = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+            high = "" if maximum is None else f" and <= {maximum:g}"
+            raise self._fail(key, f"must be a number {low}{high}, got {value!r}")
+
+    def _names(self, key: str) -> None:
+        value = getattr(self, key)
+        if not all(isinstance(item, str) and item for item in value):
+            raise self._fail(key, f"must be a list of non-empty names, got {value!r}")
+
+
+class LoopControlSettings(_Section, frozen=True):
+    """Guards on the turn loop."""
+
+    _name = "loop_control"
+    max_steps_per_turn: int = 100
+    """Model calls one turn may make before it fails as runaway."""
+
+    def __post_init__(self) -> None:
+        self._int("max_steps_per_turn", 1)
+
+
+class RetrySettings(_Section, frozen=True):
+    """How a failed model call is retried; see :class:`sampler.retry.RetryPolicy`."""
+
+    _name = "retry"
+    max_attempts: int = 10
+    base_delay: float = 0.5
+    factor: float = 2.0
+    max_delay: float = 32.0
+    jitter: float = 0.25
+    retryable_statuses: tuple[int, ...] = (408, 409, 429, 500, 502, 503, 504, 529)
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        self._int("max_attempts", 1)
+        for key in ("base_delay", "max_delay", "max_retry_after"):
+            self._number(key, 0)
+        self._number("factor", 1)
+        self._number("jitter", 0, maximum=1)
+        if not all(_is_int(status) and 100 <= status <= 599 for status in self.retryable_statuses):
+            raise self._fail("retryable_statuses", f"must be HTTP statuses, got {self.retryable_statuses!r}")
+
+
+class TimeoutSettings(_Section, frozen=True):
+    """Seconds to wait: to connect, for a read, between two chunks of a stream, for an actor's answer."""
+
+    _name = "timeouts"
+    connect: float = 10.0
+    read: float = 60.0
+    idle: float = 120.0
+    ask: float = 10.0
+
+    def __post_init__(self) -> None:
+        for key in ("connect", "read", "idle", "ask"):
+            self._number(key, 0, inclusive=False)
+
+
+class ProviderSettings(_Section, frozen=True):
+    """Which model endpoint to talk to, and where its credentials are (never the credentials)."""
+
+    _name = "provider"
+    kind: Literal["openai", "anthropic"] = "openai"
+    base_url: str = "http://127.0.0.1:8765/v1"
+    model: str = "turnkeep-fake"
+    api_key_env: str | None = None
+    """The name of the environment variable holding the API key."""
+    api_key_file: str | None = None
+    """A file holding the API key."""
+    headers: dict[str, str] = {}
+    """Extra HTTP headers sent with every request."""
+    oauth_token_url: str | None = None
+    refresh_token_env: str | None = None
+    """The name of the environment variable holding an OAuth refresh token."""
+
+    def __post_init__(self) -> None:
+        for key in ("base_url", "oauth_token_url"):
+            value = getattr(self, key)
+            if value is not None and not (isinstance(value, str) and re.match(r"https?://[^/\s]", value)):
+                raise self._fail(key, f"must be an http:// or https:// URL, got {value!r}")
+        if not (isinstance(self.model, str) and self.model):
+            raise self._fail("model", f"must be a non-empty name, got {self.model!r}")
+        for key in ("api_key_env", "refresh_token_env"):
+            value = getattr(self, key)
+            if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+                # The value is not shown: a key pasted here by mistake must not reach a log.
+                raise self._fail(key, "must be the name of an environment variable, not a key")
+
+
+class WindowSettings(_Section, frozen=True):
+    """The model's context window and output budget, in tokens, until a real window is learned."""
+
+    _name = "window"
+    context_window: int = 128000
+    max_output_tokens: int = 4096
+
+    def __post_init__(self) -> None:
+        self._int("context_window", 1)
+        self._int("max_output_tokens", 1)
+        if self.max_output_tokens >= self.context_window:
+            raise self._fail(
+                "max_output_tokens",
+                f"must be less than window.context_window ({self.context_window}),"
+                f" got {self.max_output_tokens}",
+            )
+
+
+class CompactionSettings(_Section, frozen=True):
+    """When and how much the history is summarised."""
+
+    _name = "compaction"
+    threshold: float = 0.85
+    """Compact when the estimate reaches this fraction of the window, in (0, 1]."""
+    keep_recent_turns: int = 2
+    """Turns kept verbatim after the summary."""
+    max_cycles: int = 3
+    """Compactions one request may go through before the turn fails."""
+    min_shrink: float = 0.10
+    """The fraction of tokens a compaction must save to count as progress, in [0, 1)."""
+
+    def __post_init__(self) -> None:
+        self._number("threshold", 0, inclusive=False, maximum=1)
+        self._int("keep_recent_turns", 0)
+        self._int("max_cycles", 0)
+        self._number("min_shrink", 0)
+        if self.min_shrink >= 1:
+            raise self._fail("min_shrink", f"must be a number >= 0 and < 1, got {self.min_shrink!r}")
+
+
+class DoomLoopRecoverySettings(_Section, frozen=True):
+    """When a turn is stopped as a doom loop. 0 turns a check off, except ``hard_limit``, which stays on."""
+
+    _name = "doom_loop"
+    identical_calls: int = 3
+    """The same tool call with the same arguments, this many times in a row."""
+    max_cycle_length: int = 3
+    """The longest repeating sequence of calls that is detected."""
+    repeated_errors: int = 3
+    """The same tool error, this many times in a row."""
+    exempt_tools: tuple[str, ...] = ()
+    """Tools whose repetition is expected (polling, for instance)."""
+    hard_limit: int = 12
+    """Repetitions after which the turn stops whatever the tool; cannot be turned off."""
+
+    def __post_init__(self) -> None:
+        for key in ("identical_calls", "max_cycle_length", "repeated_errors"):
+            self._int(key, 0)
+        self._names("exempt_tools")
+        if not _is_int(self.hard_limit) or self.hard_limit < 1:
+            raise self._fail(
+                "hard_limit", f"must be a whole number >= 1 (it cannot be disabled), got {self.hard_limit!r}"
+            )
+
+
+class ToolSettings(_Section, frozen=True):
+    """Which tools run without asking, and how long they may take. Times in seconds."""
+
+    _name = "tools"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    shell_timeout: float = 120.0
+    shell_max_timeout: float = 600.0
+    abort_grace: float = 2.5
+    """After a cancel, how long running tools may finish before they are recorded aborted."""
+    kill_after: float = 10.0
+    """After a cancel, when the tools still running are killed."""
+    permission_timeout: float = 60.0
+    output_cap: int = 30000
+    """Characters of a tool's output shown to the model."""
+
+    def __post_init__(self) -> None:
+        for key in ("allow", "deny", "ask"):
+            self._names(key)
+        for key in ("shell_timeout", "shell_max_timeout", "kill_after", "permission_timeout"):
+            self._number(key, 0, inclusive=False)
+        self._number("abort_grace", 0)
+        self._int("output_cap", 1)
+        if self.shell_timeout > self.shell_max_timeout:
+            raise self._fail(
+                "shell_timeout",
+                f"must not exceed tools.shell_max_timeout ({self.shell_max_timeout:g}),"
+                f" got {self.shell_timeout:g}",
+            )
+        if self.kill_after < self.abort_grace:
+            raise self._fail(
+                "kill_after",
+                f"must not be less than tools.abort_grace ({self.abort_grace:g}), got {self.kill_after:g}",
+            )
+
+
+class StoreSettings(_Section, frozen=True):
+    """Where sessions are persisted; ``path`` has ``~`` expanded."""
+
+    _name = "store"
+    path: str = "~/.local/share/turnkeep/sessions.db"
+    synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.path, str) and self.path.strip()):
+            raise self._fail("path", f"must be a file path, got {self.path!r}")
+        msgspec.structs.force_setattr(self, "path", os.path.expanduser(self.path))
+
+
+class HostSettings(_Section, frozen=True):
+    """Limits of the host running the sessions."""
+
+    _name = "host"
+    passivate_after: float = 600.0
+    """Seconds idle after which a session's actors are stopped (its store stays)."""
+    max_concurrent_turns: int = 16
+    sessions_default: int = 8
+
+    def __post_init__(self) -> None:
+        self._number("passivate_after", 0, inclusive=False)
+        self._int("max_concurrent_turns", 1)
+        self._int("sessions_default", 1)
+
+
+def _section(cls: type[_Section]) -> Any:
+    return msgspec.field(default_factory=cls)
+
+
+class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The whole configuration: one field per section of the file, each fully defaulted and validated."""
+
+    loop_control: LoopControlSettings = _section(LoopControlSettings)
+    retry: RetrySettings = _section(RetrySettings)
+    timeouts: TimeoutSettings = _section(TimeoutSettings)
+    provider: ProviderSettings = _section(ProviderSettings)
+    window: WindowSettings = _section(WindowSettings)
+    compaction: CompactionSettings = _section(CompactionSettings)
+    doom_loop: DoomLoopRecoverySettings = _section(DoomLoopRecoverySettings)
+    tools: ToolSettings = _section(ToolSettings)
+    store: StoreSettings = _section(StoreSettings)
+    host: HostSettings = _section(HostSettings)
+
+    def replace(self, **sections: _Section) -> Settings:
+        """A copy with whole sections replaced, such as ``settings.replace(window=WindowSettings(...))``."""
+        return msgspec.structs.replace(self, **sections)
+
+    def retry_policy(self) -> RetryPolicy:
+        """The retry section as the policy the sampler applies."""
+        retry = self.retry
+        return RetryPolicy(
+            max_attempts=retry.max_attempts,
+            base_delay=retry.base_delay,
+            factor=retry.factor,
+            max_delay=retry.max_delay,
+            jitter=retry.jitter,
+            retryable_statuses=tuple(retry.retryable_statuses),
+            max_retry_after=retry.max_retry_after,
+        )
+
+
+_SECTIONS: dict[str, type[_Section]] = {field.name: field.type for field in msgspec.structs.fields(Settings)}
+
+
+# --- Loading ----------------------------------------------------------------------------------------------
+
+
+def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the settings from the TOML file ``path`` (if any) and the ``TURNKEEP_*`` variables of ``environ``.
+
+    Without ``path``, the file named by ``TURNKEEP_CONFIG`` is read, or none. ``environ`` defaults to
+    ``os.environ``. Raises :class:`ConfigError` if a file given is missing or unreadable, its TOML is
+    malformed (the message gives the line), or a key or value from either source is invalid (the message
+    names the dotted key and what was expected).
+    """
+    env = os.environ if environ is None else environ
+    if path is None and env.get(_CONFIG_ENV, "").strip():
+        path = env[_CONFIG_ENV].strip()
+    raw: dict[str, Any] = {} if path is None else _read_file(Path(path).expanduser())
+    origin = "" if path is None else f" (in {path})"
+    overrides = _env_overrides(env)
+    for (section, key), (_, value) in overrides.items():
+        table = raw.setdefault(section, {})
+        if isinstance(table, dict):
+            table[key] = value
+    try:
+        return msgspec.convert(raw, Settings)
+    except msgspec.ValidationError as error:
+        dotted, problem = _explain(str(error))
+        source = next(
+            (
+                f" (from {variable})"
+                for (s, k), (variable, _) in overrides.items()
+                if _covers(f"{s}.{k}", dotted)
+            ),
+            origin,
+        )
+        raise ConfigError(f"invalid setting {dotted}: {problem}{source}", key=dotted) from None
+
+
+def _covers(key: str, dotted: str) -> bool:
+    return dotted == key or dotted.startswith((f"{key}[", f"{key}."))
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {path} does not exist") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read configuration file {path}: {error}") from None
+    try:
+        raw = msgspec.toml.decode(data)
+    except msgspec.DecodeError as error:
+        raise ConfigError(f"malformed TOML in {path}: {error}") from None
+    if not isinstance(raw, dict):  # pragma: no cover - a TOML document is always a table
+        raise ConfigError(f"malformed TOML in {path}: not a table")
+    return raw
+
+
+_PATH_SUFFIX = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
+_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+): (?P<problem>.*)$", re.DOTALL)
+
+
+def _explain(text: str) -> tuple[str, str]:
+    """(dotted key, problem) from a msgspec validation message."""
+    match = _PATH_SUFFIX.match(text)
+    assert match is not None  # the pattern matches any text
+    message, path = match["message"], (match["path"] or "").lstrip(".")
+    own = _OWN_MESSAGE.match(message)
+    if own:
+        return own["key"], own["problem"]
+    unknown = _UNKNOWN_FIELD.fullmatch(message)
+    if unknown:
+        dotted = f"{path}.{unknown['field']}" if path else unknown["field"]
+        return dotted, "unknown key" if path else "unknown section"
+    problem = message.replace("`", "").replace(" | null", "").replace("object", "table")
+    problem = problem[:1].lower() + problem[1:]
+    choices = _choices(path)
+    if choices and problem.startswith("invalid enum value"):
+        problem = f"expected one of {choices}, got {problem.removeprefix('invalid enum value ')}"
+    return path or "(top level)", problem
+
+
+def _choices(dotted: str) -> str | None:
+    """The allowed values of the setting ``dotted`` if it is a choice among fixed values."""
+    section, _, key = dotted.partition(".")
+    if section not in _SECTIONS:
+        return None
+    field_type = next((f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key), None)
+    if get_origin(field_type) is not Literal:
+        return None
+    return ", ".join(repr(choice) for choice in get_args(field_type))
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, Any]]:
+    """{(section, key): (variable, parsed value)} for every ``TURNKEEP_`` variable of ``env``."""
+    overrides: dict[tuple[str, str], tuple[str, Any]] = {}
+    for variable in sorted(env):
+        if not variable.startswith(_PREFIX) or variable == _CONFIG_ENV:
+            continue
+        raw = env[variable]
+        if variable == _MAX_ATTEMPTS_ENV:
+            if not raw.strip():
+                continue  # blank means unset, as for RetryPolicy.from_env
+            section, key = "retry", "max_attempts"
+        else:
+            section, sep, key = variable[len(_PREFIX) :].lower().partition("__")
+            if not sep:
+                raise ConfigError(
+                    f"unknown setting {variable}: settings are TURNKEEP_<SECTION>__<KEY>", key=section
+                )
+            if section not in _SECTIONS:
+                raise ConfigError(f"unknown setting {variable}: no section {section!r}", key=section)
+            fields = {field.name: field for field in msgspec.structs.fields(_SECTIONS[section])}
+            if key not in fields:
+                raise ConfigError(
+                    f"unknown setting {variable}: no key {section}.{key}", key=f"{section}.{key}"
+                )
+        if (section, key) in overrides:
+            other = overrides[section, key][0]
+            raise ConfigError(
+                f"{section}.{key} is set by both {other} and {variable}", key=f"{section}.{key}"
+            )
+        field_type = next(f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key)
+        try:
+            value = _parse(raw, field_type)
+        except ValueError as error:
+            raise ConfigError(
+                f"invalid setting {section}.{key} (from {variable}): {error}", key=f"{section}.{key}"
+            ) from None
+        overrides[section, key] = (variable, value)
+    return overrides
+
+
+def _parse(raw: str, field_type: Any) -> Any:
+    """``raw`` (an environment value) as a value of ``field_type``; ValueError says what was expected."""
+    text = raw.strip()
+    origin, args = get_origin(field_type), get_args(field_type)
+    if origin in (Union, types.UnionType):
+        if not text:
+            return None
+        (field_type,) = (arg for arg in args if arg is not type(None))
+        return _parse(raw, field_type)
+    if origin in (tuple, list):
+        return [_parse(item, args[0]) for item in text.split(",") if item.strip()]
+    if origin is dict:
+        pairs = {}
+        for item in (item for item in text.split(",") if item.strip()):
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"expected name=value pairs, got {item.strip()!r}")
+            pairs[name.strip()] = value.strip()
+        return pairs
+    if field_type is bool:
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"expected bool, got {raw!r}")
+    if field_type is int:
+        if re.fullmatch(r"[+-]?[0-9]+", text):
+            return int(text)
+        raise ValueError(f"expected int, got {raw!r}")
+    if field_type is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected float, got {raw!r}") from None
+    return text

@@ -1,0 +1,188 @@
+"""Session events: everything a session reports, persisted in its event log and published to subscribers.
+
+Every event names its ``session`` and ``turn``. A turn ends with exactly one of :class:`TurnCompleted`,
+:class:`TurnFailed` or :class:`TurnCancelled`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "TERMINAL_EVENTS",
+    "AuthRefreshed",
+    "CompactionFinished",
+    "CompactionStarted",
+    "DoomLoopWarning",
+    "ProjectionFallback",
+    "Retrying",
+    "SessionEvent",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnStarted",
+    "event_to_json_dict",
+]
+
+
+class TurnStarted(msgspec.Struct, frozen=True, tag=True):
+    """A prompt began a turn."""
+
+    session: str
+    turn: int
+    prompt: str
+
+
+class TextDelta(msgspec.Struct, frozen=True, tag=True):
+    """Text the model streamed (published, not stored one by one: the final message is)."""
+
+    session: str
+    turn: int
+    text: str
+
+
+class Retrying(msgspec.Struct, frozen=True, tag=True):
+    """A transient failure is being retried; text streamed by the failed attempt is void when
+    ``discard_partial``."""
+
+    session: str
+    turn: int
+    attempt: int
+    max_attempts: int
+    delay: float
+    kind: str
+    status: int | None
+    message: str
+    discard_partial: bool
+
+
+class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
+    """The provider rejected the request's shape; it is re-sent degraded (``projection``)."""
+
+    session: str
+    turn: int
+    projection: str
+    kind: str
+
+
+class AuthRefreshed(msgspec.Struct, frozen=True, tag=True):
+    """The provider refused the credentials; they were refreshed and the request resubmitted."""
+
+    session: str
+    turn: int
+    attempt: int
+
+
+class CompactionStarted(msgspec.Struct, frozen=True, tag=True):
+    """Older history is being summarised (``reason``: ``proactive`` or ``overflow``)."""
+
+    session: str
+    turn: int
+    reason: str
+    estimated_tokens: int
+    window: int
+
+
+class CompactionFinished(msgspec.Struct, frozen=True, tag=True):
+    """A compaction ended; ``ok`` false means it did not shrink the request enough, with the reason."""
+
+    session: str
+    turn: int
+    ok: bool
+    replaced: int
+    tokens_before: int
+    tokens_after: int
+    message: str = ""
+
+
+class ToolCallStarted(msgspec.Struct, frozen=True, tag=True):
+    """The model's tool call began."""
+
+    session: str
+    turn: int
+    call_id: str
+    tool: str
+    arguments: str
+
+
+class ToolCallFinished(msgspec.Struct, frozen=True, tag=True):
+    """A tool call ended; its result (error or not) goes back to the model."""
+
+    session: str
+    turn: int
+    call_id: str
+    tool: str
+    is_error: bool
+    status: str
+    preview: str
+
+
+class DoomLoopWarning(msgspec.Struct, frozen=True, tag=True):
+    """The model repeats itself; it was reminded to change approach. A second detection fails the turn."""
+
+    session: str
+    turn: int
+    reason: str
+
+
+class TurnCompleted(msgspec.Struct, frozen=True, tag=True):
+    """The turn ended with an assistant message without tool calls."""
+
+    session: str
+    turn: int
+    text: str
+    steps: int
+
+
+class TurnFailed(msgspec.Struct, frozen=True, tag=True):
+    """The turn failed; ``kind`` names why and ``message`` says what to do."""
+
+    session: str
+    turn: int
+    kind: str
+    message: str
+
+
+class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
+    """The turn was cancelled: ``user_cancelled``, ``aborted`` (by the program) or ``interrupted`` (the
+    process ended while it ran)."""
+
+    session: str
+    turn: int
+    reason: str
+
+
+SessionEvent: TypeAlias = (
+    TurnStarted
+    | TextDelta
+    | Retrying
+    | ProjectionFallback
+    | AuthRefreshed
+    | CompactionStarted
+    | CompactionFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | DoomLoopWarning
+    | TurnCompleted
+    | TurnFailed
+    | TurnCancelled
+)
+"""Every event a session emits."""
+
+TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)
+"""The events that end a turn."""
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def event_to_json_dict(event: msgspec.Struct) -> dict[str, Any]:
+    """The event as a JSON object whose ``type`` is its name in snake case (``turn_started``)."""
+    body: dict[str, Any] = msgspec.to_builtins(event)
+    body.pop("type", None)
+    return {"type": _CAMEL.sub("_", type(event).__name__).lower(), **body}

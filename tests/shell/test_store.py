@@ -1,0 +1,659 @@
+"""Specification of the session store: sessions, history and projection, events, turns, durability,
+schema versions, corruption, secrets and concurrent use."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from sampler.messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCall, UserMessage
+from shell.store import (
+    CompactionRejected,
+    SessionClosed,
+    SessionExists,
+    SessionNotFound,
+    SessionRecord,
+    SessionStore,
+    StoreBusy,
+    StoreClosed,
+    StoreCorrupt,
+    StoreError,
+    StoreVersionError,
+)
+
+ANTHROPIC_KEY = "sk-ant-api03-Zx9Qm2Lk7Wv4Rt8Yp1Bn6Hc3Jd5Fg0Sa"
+
+
+class TurnStarted(msgspec.Struct, frozen=True, tag=True):
+    prompt: str
+
+
+class Retrying(msgspec.Struct, frozen=True, tag="retrying"):
+    attempt: int
+    detail: str = ""
+
+
+class Untagged(msgspec.Struct, frozen=True):
+    value: int
+
+
+def text(n: int) -> UserMessage:
+    return UserMessage.of_text(f"m{n}")
+
+
+def texts(store: SessionStore, session_id: str, **options: bool) -> list[str]:
+    out = []
+    for stored in store.load_messages(session_id, **options):
+        message = stored.message
+        if isinstance(message, AssistantMessage):
+            out.append(message.text)
+        else:
+            assert isinstance(message, UserMessage) and isinstance(message.parts[0], TextPart)
+            out.append(message.parts[0].text)
+    return out
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "sessions.db"
+
+
+@pytest.fixture
+def store(path: Path):
+    with SessionStore.open(path) as opened:
+        opened.create_session("s", workspace="/work", model="m")
+        yield opened
+
+
+def file_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def raw_execute(path: Path, sql: str, *params: object) -> None:
+    raw = sqlite3.connect(path)
+    try:
+        raw.execute(sql, params)
+        raw.commit()
+    finally:
+        raw.close()
+
+
+# --- Sessions ---------------------------------------------------------------------------------------------
+
+
+def test_open_creates_the_file_and_its_parent_directories(path):
+    with SessionStore.open(path) as store:
+        assert store.path == path
+
+    assert path.is_file()
+
+
+def test_a_new_session_is_idle_at_turn_zero_with_its_metadata(path):
+    with SessionStore.open(path) as store:
+        record = store.create_session("a", workspace="/w", model="gpt", meta={"title": "hello", "n": 1})
+
+        assert record == store.get_session("a")
+        assert isinstance(record, SessionRecord)
+        assert (record.id, record.workspace, record.model) == ("a", "/w", "gpt")
+        assert (record.status, record.current_turn, record.learned_window) == ("idle", 0, None)
+        assert record.meta == {"title": "hello", "n": 1}
+        assert record.updated_at == record.created_at
+
+
+def test_a_duplicate_session_id_is_refused(store):
+    with pytest.raises(SessionExists, match="'s'"):
+        store.create_session("s", workspace="/other", model="m")
+
+    assert store.get_session("s").workspace == "/work"
+
+
+def test_an_unknown_session_is_not_found_by_every_method(store):
+    calls: list[Callable[[], object]] = [
+        lambda: store.get_session("nope"),
+        lambda: store.append_message("nope", 1, text(1)),
+        lambda: store.load_messages("nope"),
+        lambda: store.append_event("nope", 1, TurnStarted("x")),
+        lambda: store.load_events("nope"),
+        lambda: store.begin_turn("nope", 1),
+        lambda: store.close_session("nope"),
+    ]
+    for call in calls:
+        with pytest.raises(SessionNotFound, match="'nope'"):
+            call()
+
+
+def test_sessions_are_listed_oldest_first(path):
+    with SessionStore.open(path) as store:
+        for name in ("c", "a", "b"):
+            store.create_session(name, workspace="/w", model="m")
+
+        assert [record.id for record in store.list_sessions()] == ["c", "a", "b"]
+
+
+def test_a_closed_session_stays_readable_but_takes_nothing_more(store):
+    store.append_message("s", 1, text(1))
+
+    store.close_session("s")
+    store.close_session("s")
+
+    assert store.get_session("s").status == "closed"
+    assert texts(store, "s") == ["m1"]
+    calls: list[Callable[[], object]] = [
+        lambda: store.append_message("s", 1, text(2)),
+        lambda: store.append_event("s", 1, TurnStarted("x")),
+        lambda: store.begin_turn("s", 2),
+        lambda: store.apply_compaction("s", replaced=[1], summary=AssistantMessage("sum"), turn=1),
+    ]
+    for call in calls:
+        with pytest.raises(SessionClosed):
+            call()
+
+
+def test_the_learned_window_is_part_of_the_record(store):
+    store.set_learned_window("s", 30000)
+
+    assert store.get_session("s").learned_window == 30000
+    with pytest.raises(ValueError, match="tokens"):
+        store.set_learned_window("s", 0)
+
+
+def test_writes_move_updated_at_forward(store):
+    before = store.get_session("s").updated_at
+
+    store.append_message("s", 1, text(1))
+
+    assert store.get_session("s").updated_at >= before
+
+
+# --- Messages and the projection --------------------------------------------------------------------------
+
+
+def test_messages_get_dense_seqs_from_one_and_round_trip(store):
+    messages = [
+        SystemMessage("be brief"),
+        UserMessage.of_text("hi"),
+        AssistantMessage("", tool_calls=(ToolCall("c1", "read", '{"path": "a"}'),)),
+        UserMessage((ImagePart("image/png", data="iVBORw0KGgo="),)),
+    ]
+
+    seqs = [store.append_message("s", 1, message) for message in messages]
+
+    assert seqs == [1, 2, 3, 4]
+    loaded = store.load_messages("s")
+    assert [stored.message for stored in loaded] == messages
+    assert [(s.seq, s.turn, s.replaced_by, s.is_summary) for s in loaded] == [
+        (n, 1, None, False) for n in (1, 2, 3, 4)
+    ]
+
+
+def test_seqs_are_per_session(store):
+    store.create_session("t", workspace="/w", model="m")
+
+    assert store.append_message("s", 1, text(1)) == 1
+    assert store.append_message("t", 1, text(1)) == 1
+    assert store.append_message("s", 1, text(2)) == 2
+
+
+def test_a_summary_takes_the_place_of_the_messages_it_replaces_in_the_projection(store):
+    for n in range(1, 7):
+        store.append_message("s", 1, text(n))
+
+    seq = store.apply_compaction("s", replaced=[2, 3, 4], summary=AssistantMessage("summary"), turn=2)
+
+    assert seq == 7
+    assert texts(store, "s") == ["m1", "summary", "m5", "m6"]
+    projection = store.load_messages("s")
+    assert [(s.seq, s.is_summary) for s in projection] == [(1, False), (7, True), (5, False), (6, False)]
+
+
+def test_messages_appended_after_a_compaction_follow_the_projection(store):
+    for n in range(1, 4):
+        store.append_message("s", 1, text(n))
+    store.apply_compaction("s", replaced=[1, 2], summary=AssistantMessage("summary"), turn=1)
+
+    store.append_message("s", 2, text(4))
+
+    assert texts(store, "s") == ["summary", "m3", "m4"]
+
+
+def test_compaction_never_deletes_the_record(store):
+    for n in range(1, 5):
+        store.append_message("s", 1, text(n))
+
+    store.apply_compaction("s", replaced=[2, 3], summary=AssistantMessage("summary"), turn=1)
+
+    everything = store.load_messages("s", include_replaced=True)
+    assert [s.seq for s in everything] == [1, 2, 3, 4, 5]
+    assert [s.replaced_by for s in everything] == [None, 5, 5, None, None]
+    assert texts(store, "s", include_replaced=True) == ["m1", "m2", "m3", "m4", "summary"]
+
+
+def test_a_summary_can_itself_be_compacted(store):
+    for n in range(1, 6):
+        store.append_message("s", 1, text(n))
+    first = store.apply_compaction("s", replaced=[2, 3], summary=AssistantMessage("first"), turn=1)
+
+    store.apply_compaction("s", replaced=[first, 4], summary=AssistantMessage("second"), turn=2)
+
+    assert texts(store, "s") == ["m1", "second", "m5"]
+
+
+@pytest.mark.parametrize(
+    ("replaced", "reason"), [([], "at least one"), ([2, 9], "no message with seq \\[9\\]"), ([1], "already")]
+)
+def test_an_invalid_compaction_is_rejected_and_changes_nothing(store, replaced, reason):
+    for n in range(1, 4):
+        store.append_message("s", 1, text(n))
+    store.apply_compaction("s", replaced=[1], summary=AssistantMessage("summary"), turn=1)
+    before = store.load_messages("s", include_replaced=True)
+
+    with pytest.raises(CompactionRejected, match=reason):
+        store.apply_compaction("s", replaced=replaced, summary=AssistantMessage("again"), turn=2)
+
+    assert store.load_messages("s", include_replaced=True) == before
+
+
+# --- Events -----------------------------------------------------------------------------------------------
+
+
+def test_events_are_stored_as_json_under_their_tag_or_class_name(store):
+    seqs = [
+        store.append_event("s", 1, TurnStarted("hi")),
+        store.append_event("s", 1, Retrying(attempt=2)),
+        store.append_event("s", 2, Untagged(5)),
+    ]
+
+    events = store.load_events("s")
+
+    assert seqs == [1, 2, 3]
+    assert [(e.seq, e.turn, e.type) for e in events] == [
+        (1, 1, "TurnStarted"),
+        (2, 1, "retrying"),
+        (3, 2, "Untagged"),
+    ]
+    assert msgspec.json.decode(events[1].body, type=Retrying) == Retrying(attempt=2)
+    assert all(isinstance(e.body, bytes) and e.created_at > 0 for e in events)
+
+
+def test_events_can_be_read_from_a_seq_on(store):
+    for n in range(5):
+        store.append_event("s", 1, Untagged(n))
+
+    assert [e.seq for e in store.load_events("s", since=3)] == [4, 5]
+
+
+# --- Turns ------------------------------------------------------------------------------------------------
+
+
+def test_a_turn_in_flight_is_in_turn_and_ending_it_makes_the_session_idle(store):
+    store.begin_turn("s", 1)
+    assert (store.get_session("s").status, store.get_session("s").current_turn) == ("in_turn", 1)
+    assert store.interrupted_turn("s") == 1
+
+    store.end_turn("s")
+
+    assert (store.get_session("s").status, store.get_session("s").current_turn) == ("idle", 1)
+    assert store.interrupted_turn("s") is None
+
+
+def test_a_turn_never_ended_is_detected_as_interrupted_after_reopening(path):
+    with SessionStore.open(path) as store:
+        store.create_session("s", workspace="/w", model="m")
+        store.begin_turn("s", 1)
+        store.end_turn("s")
+        store.begin_turn("s", 2)
+
+    with SessionStore.open(path) as store:
+        assert store.interrupted_turn("s") == 2
+
+
+# --- Durability and settings ------------------------------------------------------------------------------
+
+
+def test_reopening_keeps_everything(path):
+    with SessionStore.open(path) as store:
+        store.create_session("s", workspace="/w", model="m", meta={"k": [1, 2]})
+        for n in range(1, 4):
+            store.append_message("s", 1, text(n))
+        store.apply_compaction("s", replaced=[1], summary=AssistantMessage("summary"), turn=1)
+        store.append_event("s", 1, TurnStarted("hi"))
+        store.set_learned_window("s", 1000)
+        record = store.get_session("s")
+        messages = store.load_messages("s", include_replaced=True)
+        events = store.load_events("s")
+
+    with SessionStore.open(path) as store:
+        assert store.get_session("s") == record
+        assert store.load_messages("s", include_replaced=True) == messages
+        assert store.load_events("s") == events
+        assert texts(store, "s") == ["summary", "m2", "m3"]
+
+
+def test_the_file_is_in_wal_mode(store, path):
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize(("synchronous", "level"), [("NORMAL", 1), ("FULL", 2)])
+def test_synchronous_is_normal_by_default_and_full_on_request(path, synchronous, level):
+    options = {} if synchronous == "NORMAL" else {"synchronous": synchronous}
+    with SessionStore.open(path, **options) as store:
+        # synchronous is a per-connection setting, so only the store's own connection can tell.
+        assert store._connection is not None
+        assert store._connection.execute("PRAGMA synchronous").fetchone() == (level,)
+
+
+def test_invalid_open_options_are_refused(path):
+    with pytest.raises(ValueError, match="synchronous"):
+        SessionStore.open(path, synchronous="OFF")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="busy_timeout"):
+        SessionStore.open(path, busy_timeout=-1)
+
+
+def test_a_closed_store_refuses_use_and_closing_again_is_harmless(path):
+    store = SessionStore.open(path)
+    store.close()
+    store.close()
+
+    with pytest.raises(StoreClosed):
+        store.list_sessions()
+
+
+def test_a_write_lock_held_too_long_by_another_process_is_store_busy(path):
+    with SessionStore.open(path, busy_timeout=0.05) as store:
+        store.create_session("s", workspace="/w", model="m")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreBusy):
+                store.append_message("s", 1, text(1))
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+
+        assert store.append_message("s", 1, text(1)) == 1
+
+
+# --- Schema versions --------------------------------------------------------------------------------------
+
+VERSION_1 = [
+    """CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        workspace TEXT NOT NULL, model TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'idle',
+        current_turn INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}')""",
+    """CREATE TABLE messages (session_id TEXT NOT NULL REFERENCES sessions (id), seq INTEGER NOT NULL,
+        turn INTEGER NOT NULL, body BLOB NOT NULL, created_at REAL NOT NULL,
+        PRIMARY KEY (session_id, seq))""",
+    """CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions (id), seq INTEGER NOT NULL,
+        turn INTEGER NOT NULL, type TEXT NOT NULL, body BLOB NOT NULL, created_at REAL NOT NULL,
+        PRIMARY KEY (session_id, seq))""",
+    "PRAGMA user_version = 1",
+]
+
+
+def make_version_1_file(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = sqlite3.connect(path)
+    for statement in VERSION_1:
+        raw.execute(statement)
+    raw.execute("INSERT INTO sessions VALUES ('old', 1.0, 2.0, '/w', 'm', 'in_turn', 3, '{\"a\": 1}')")
+    for seq in (1, 2, 3):
+        body = msgspec.json.encode(text(seq))
+        raw.execute("INSERT INTO messages VALUES ('old', ?, 3, ?, 1.5)", (seq, body))
+    raw.execute("INSERT INTO events VALUES ('old', 1, 3, 'TurnStarted', ?, 1.6)", (b'{"prompt":"x"}',))
+    raw.commit()
+    raw.close()
+
+
+def test_a_version_1_file_is_migrated_and_keeps_its_content(path):
+    make_version_1_file(path)
+
+    with SessionStore.open(path) as store:
+        record = store.get_session("old")
+        assert (record.status, record.current_turn, record.learned_window, record.meta) == (
+            "in_turn",
+            3,
+            None,
+            {"a": 1},
+        )
+        assert texts(store, "old") == ["m1", "m2", "m3"]
+        assert [e.type for e in store.load_events("old")] == ["TurnStarted"]
+        store.apply_compaction("old", replaced=[1, 2], summary=AssistantMessage("summary"), turn=3)
+        assert texts(store, "old") == ["summary", "m3"]
+
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    finally:
+        raw.close()
+
+
+def test_a_migration_that_fails_is_rolled_back_entirely(path):
+    make_version_1_file(path)
+    # A column version 2 adds, already there: the migration fails after its first statement.
+    raw_execute(path, "ALTER TABLE messages ADD COLUMN is_summary INTEGER")
+
+    with pytest.raises(StoreCorrupt, match="cannot be migrated to schema version 2"):
+        SessionStore.open(path)
+
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA user_version").fetchone() == (1,)
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(messages)")]
+        assert "replaced_by" not in columns
+        assert raw.execute("SELECT count(*) FROM messages").fetchone() == (3,)
+    finally:
+        raw.close()
+
+
+def test_a_file_from_a_newer_schema_is_refused_and_left_untouched(path):
+    with SessionStore.open(path):
+        pass
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA user_version = 99")
+    raw.close()
+    before = path.read_bytes()
+
+    with pytest.raises(StoreVersionError, match="99") as caught:
+        SessionStore.open(path)
+
+    assert (caught.value.found, caught.value.supported) == (99, 2)
+    assert path.read_bytes() == before
+
+
+# --- Corruption -------------------------------------------------------------------------------------------
+
+
+def test_a_file_that_is_not_sqlite_is_corrupt_and_left_untouched(path):
+    path.parent.mkdir(parents=True)
+    garbage = b"this is not a database\n" * 100
+    path.write_bytes(garbage)
+
+    with pytest.raises(StoreCorrupt, match="not a SQLite database") as caught:
+        SessionStore.open(path)
+
+    assert caught.value.path == path
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == garbage
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_a_sqlite_file_of_another_application_is_refused_and_left_untouched(path):
+    path.parent.mkdir(parents=True)
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE accounts (id INTEGER)")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+
+    with pytest.raises(StoreCorrupt, match="not a session store"):
+        SessionStore.open(path)
+
+    assert path.read_bytes() == before
+
+
+def test_an_undecodable_message_row_is_corrupt_naming_session_and_seq(store, path):
+    store.append_message("s", 1, text(1))
+    raw_execute(
+        path,
+        "INSERT INTO messages (session_id, seq, turn, body, created_at, position)"
+        " VALUES ('s', 2, 1, ?, 0, 2)",
+        b"\x00garbage{",
+    )
+
+    with pytest.raises(StoreCorrupt, match="session 's', seq 2") as caught:
+        store.load_messages("s")
+
+    assert (caught.value.session_id, caught.value.seq, caught.value.path) == ("s", 2, path)
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("SELECT count(*) FROM messages").fetchone() == (2,)
+    finally:
+        raw.close()
+
+
+def test_a_message_row_of_the_wrong_shape_is_corrupt(store, path):
+    raw_execute(
+        path,
+        "INSERT INTO messages (session_id, seq, turn, body, created_at, position)"
+        " VALUES ('s', 1, 1, ?, 0, 1)",
+        b'{"type": "NoSuchMessage"}',
+    )
+
+    with pytest.raises(StoreCorrupt, match="seq 1"):
+        store.load_messages("s", include_replaced=True)
+
+
+def test_an_undecodable_session_row_is_corrupt_naming_the_session(store, path):
+    raw_execute(path, "UPDATE sessions SET meta = 'not json' WHERE id = 's'")
+
+    with pytest.raises(StoreCorrupt, match="session 's'") as caught:
+        store.get_session("s")
+
+    assert (caught.value.session_id, caught.value.seq) == ("s", None)
+
+
+def test_an_event_row_of_the_wrong_shape_is_corrupt_naming_session_and_seq(store, path):
+    raw_execute(path, "INSERT INTO events VALUES ('s', 1, 1, 'X', 12345, 0)")
+
+    with pytest.raises(StoreCorrupt, match="session 's', seq 1"):
+        store.load_events("s")
+
+
+def test_every_store_error_is_a_store_error():
+    for error in (
+        StoreCorrupt,
+        StoreVersionError,
+        StoreBusy,
+        StoreClosed,
+        SessionNotFound,
+        SessionExists,
+        SessionClosed,
+        CompactionRejected,
+    ):
+        assert issubclass(error, StoreError)
+
+
+# --- Secrets ----------------------------------------------------------------------------------------------
+
+
+def test_a_key_in_a_message_or_event_never_reaches_the_file(store, path):
+    store.append_message("s", 1, UserMessage.of_text(f"here is my key {ANTHROPIC_KEY}"))
+    store.append_message(
+        "s",
+        1,
+        AssistantMessage("", tool_calls=(ToolCall("c", "http", f'{{"x-api-key": "{ANTHROPIC_KEY}"}}'),)),
+    )
+    store.append_event("s", 1, Retrying(attempt=1, detail=f"401 for Bearer {ANTHROPIC_KEY}"))
+    store.create_session("t", workspace="/w", model="m", meta={"note": f"api_key={ANTHROPIC_KEY}"})
+
+    assert ANTHROPIC_KEY.encode() not in file_bytes(path)
+    first, second = (stored.message for stored in store.load_messages("s"))
+    assert first == UserMessage.of_text("here is my key [redacted]")
+    assert isinstance(second, AssistantMessage)
+    assert second.tool_calls[0].arguments == '{"x-api-key": "[redacted]"}'
+    assert b"Bearer [redacted]" in store.load_events("s")[0].body
+
+    store.close()
+    assert ANTHROPIC_KEY.encode() not in file_bytes(path)
+
+
+def test_image_data_is_stored_unchanged(store):
+    # Base64 that happens to look like an AWS key id between "+" signs.
+    image = ImagePart("image/png", data="ab+AKIAIOSFODNN7EXAMPLE+cd")
+    store.append_message("s", 1, UserMessage((image,)))
+
+    assert store.load_messages("s")[0].message == UserMessage((image,))
+
+
+# --- Concurrency ------------------------------------------------------------------------------------------
+
+
+def run_threads(targets: list[Callable[[], None]]) -> list[BaseException]:
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(targets))
+
+    def wrap(target: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            start.wait()
+            try:
+                target()
+            except BaseException as error:
+                errors.append(error)
+
+        return run
+
+    threads = [threading.Thread(target=wrap(target)) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return errors
+
+
+def appender(store: SessionStore, session_id: str, count: int, seqs: list[int]) -> Callable[[], None]:
+    def run() -> None:
+        for n in range(count):
+            seqs.append(store.append_message(session_id, 1, text(n)))
+            if n % 5 == 0:
+                store.append_event(session_id, 1, Untagged(n))
+
+    return run
+
+
+def test_many_threads_append_without_locking_errors_and_seqs_stay_unique_and_dense(path):
+    per_thread = 40
+    with SessionStore.open(path) as store:
+        names = [f"s{n}" for n in range(8)] + ["shared"]
+        for name in names:
+            store.create_session(name, workspace="/w", model="m")
+        seqs: dict[str, list[int]] = {name: [] for name in names}
+        targets = [appender(store, f"s{n}", per_thread, seqs[f"s{n}"]) for n in range(8)]
+        targets += [appender(store, "shared", per_thread, seqs["shared"]) for _ in range(2)]
+
+        errors = run_threads(targets)
+
+        assert errors == []
+        for name in names:
+            expected = per_thread * (2 if name == "shared" else 1)
+            assert sorted(seqs[name]) == list(range(1, expected + 1))
+            assert [s.seq for s in store.load_messages(name)] == list(range(1, expected + 1))
+
+
+def test_two_stores_on_one_file_wait_for_each_other_instead_of_failing(path):
+    with SessionStore.open(path) as first, SessionStore.open(path) as second:
+        first.create_session("shared", workspace="/w", model="m")
+        seqs: list[int] = []
+        targets = [appender(store, "shared", 30, seqs) for store in (first, second, first, second)]
+
+        errors = run_threads(targets)
+
+        assert errors == []
+        assert sorted(seqs) == list(range(1, 121))
