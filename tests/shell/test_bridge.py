@@ -1,0 +1,76 @@
+"""The recovery bridge: which failures are recovered, how often, and what the user is told otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from sampler import FILTERED_MESSAGE, LlmError, LlmErrorKind
+from shell.bridge import (
+    MAX_AUTH_REFRESHES,
+    CompactAndResubmit,
+    FailTurn,
+    RecoveryBridge,
+    RefreshAuthAndResubmit,
+)
+
+AUTH = LlmError(LlmErrorKind.AUTH, status=401, message="invalid api key")
+OVERFLOW = LlmError(
+    LlmErrorKind.CONTEXT_OVERFLOW, status=400, message="maximum context length is 8192 tokens"
+)
+TOO_LARGE = LlmError(LlmErrorKind.REQUEST_TOO_LARGE, status=413, message="Request Entity Too Large")
+
+
+def test_an_auth_failure_refreshes_a_bounded_number_of_times_then_fails_with_advice() -> None:
+    bridge = RecoveryBridge()
+    actions = [bridge.on_failed(AUTH, estimated_tokens=10, window=100) for _ in range(MAX_AUTH_REFRESHES + 1)]
+    assert all(isinstance(a, RefreshAuthAndResubmit) for a in actions[:-1])
+    assert [a.attempt for a in actions[:-1]] == list(range(1, MAX_AUTH_REFRESHES + 1))  # type: ignore[union-attr]
+    final = actions[-1]
+    assert isinstance(final, FailTurn) and final.kind == "auth"
+    assert "Log in again or fix the API key" in final.message
+
+
+def test_overflow_compacts_three_times_then_fails_with_the_exact_message() -> None:
+    bridge = RecoveryBridge()
+    actions = [bridge.on_failed(OVERFLOW, estimated_tokens=10_000, window=8192) for _ in range(4)]
+    assert [type(a) for a in actions[:3]] == [CompactAndResubmit] * 3
+    assert actions[0] == CompactAndResubmit(1, 8500)
+    assert actions[3] == FailTurn(
+        "context_overflow", "Compaction failed to bring the context under the model window after 3 attempts."
+    )
+
+
+def test_a_completed_step_resets_the_counters() -> None:
+    bridge = RecoveryBridge()
+    for _ in range(3):
+        bridge.on_failed(OVERFLOW, estimated_tokens=10_000, window=8192)
+    bridge.step_succeeded()
+    assert isinstance(bridge.on_failed(OVERFLOW, estimated_tokens=10_000, window=8192), CompactAndResubmit)
+
+
+@pytest.mark.parametrize(("estimate", "expected"), [(5000, CompactAndResubmit), (4000, FailTurn)])
+def test_a_413_counts_as_overflow_only_when_the_request_is_at_least_half_the_window(
+    estimate: int, expected: type
+) -> None:
+    action = RecoveryBridge().on_failed(TOO_LARGE, estimated_tokens=estimate, window=10_000)
+    assert isinstance(action, expected)
+    if isinstance(action, CompactAndResubmit):
+        assert action.learned_window is None
+
+
+def test_a_filtered_answer_fails_as_provider_filtered() -> None:
+    error = LlmError(LlmErrorKind.PROVIDER, message=FILTERED_MESSAGE, filtered=True)
+    assert RecoveryBridge().on_failed(error, estimated_tokens=1, window=10) == FailTurn(
+        "provider_filtered", "Provider safety policy blocked the response."
+    )
+
+
+def test_anything_else_fails_with_the_errors_kind_and_the_providers_message() -> None:
+    error = LlmError(LlmErrorKind.QUOTA_EXHAUSTED, status=429, message="You exceeded your current quota")
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert action == FailTurn("quota_exhausted", "You exceeded your current quota (HTTP 429)")
+
+
+def test_a_failed_refresh_ends_the_turn_with_advice() -> None:
+    action = RecoveryBridge().auth_refresh_failed("invalid_grant")
+    assert action.kind == "auth" and "invalid_grant" in action.message
