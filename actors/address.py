@@ -47,7 +47,7 @@ class Address:
     blocks; :meth:`ask` never waits past its deadline.
     """
 
-    __slots__ = ("_lock", "_pending", "_ref", "_runtime", "_state", "_watchers", "name")
+    __slots__ = ("_activator", "_lock", "_pending", "_ref", "_runtime", "_state", "_watchers", "name")
 
     def __init__(self, name: str, runtime: _Runtime) -> None:
         self.name = name
@@ -57,6 +57,7 @@ class Address:
         self._ref: pykka.ActorRef[Any] | None = None
         self._pending: deque[tuple[float, Any]] = deque()
         self._watchers: list[Address] = []
+        self._activator: Callable[[Address], None] | None = None
 
     def __repr__(self) -> str:
         return f"Address({self.name!r})"
@@ -91,7 +92,24 @@ class Address:
             elif state is _State.BUFFERING:
                 self._pending.append((time.monotonic(), message))
                 return
+            elif state is _State.STOPPED and self._activator is not None:
+                self._state = _State.BUFFERING
+                self._pending.append((time.monotonic(), message))
+                activator = self._activator
+            else:
+                activator = None
+        if activator is not None:
+            self._runtime._schedule(self._runtime.restart_wait, self._expire)
+            activator(self)
+            return
         self._runtime.dead_letters.record(self.name, message, state.value)
+
+    def set_activator(self, activator: Callable[[Address], None] | None) -> None:
+        """Start an actor on demand: a message to this address while it is stopped waits (bounded, as
+        during a restart) and ``activator(address)`` is called, once, to start an actor here again. The
+        activator must not block; it runs on the sender's thread."""
+        with self._lock:
+            self._activator = activator
 
     def ask(self, message: Any, timeout: float | None = None) -> Any:
         """Send ``message`` and return the handler's reply, or raise what the handler raised.

@@ -173,6 +173,7 @@ class ActorSystem:
             with self._lock:
                 addresses = list(self._addresses.values())
             for address in addresses:
+                address.set_activator(None)
                 address._close("the system has shut down")
             leftover = self._join_threads(deadline)
             self._report = ShutdownReport(

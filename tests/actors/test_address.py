@@ -114,3 +114,19 @@ def test_asks_racing_a_stop_each_end_with_a_reply_or_a_named_error(system: Actor
     assert not any(thread.is_alive() for thread in threads)
     assert len(outcomes) == 800
     assert outcomes.count("unavailable") == system.dead_letters.total
+
+
+def test_a_stopped_address_with_an_activator_starts_an_actor_on_demand(system: ActorSystem) -> None:
+    counter = system.spawn(ChildSpec("lazy", Counter))
+    system.stop("lazy")
+    activations: list[str] = []
+
+    def activate(address: object) -> None:
+        activations.append(str(address))
+        threading.Thread(target=system.spawn, args=(ChildSpec("lazy", Counter),)).start()
+
+    counter.set_activator(activate)
+    counter.tell(Inc(2))
+    assert counter.ask(Inc(3)) == 5
+    assert activations == ["Address('lazy')"]
+    assert system.dead_letters.total == 0

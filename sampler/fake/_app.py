@@ -1,0 +1,437 @@
+"""The ASGI application: routes, checks, the script's answer, and the faults on its way out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+import msgspec
+
+from ._anthropic import AnthropicWire
+from ._auth import TokenBook
+from ._decide import FaultDecider
+from ._openai import OpenAIWire
+from ._overflow import OverflowStyle, overflow_response
+from ._reply import Reply, filtered, render
+from ._stats import Rejection, StatsCounter
+from ._wire import BadRequest, Header, Meta, Parsed, Response, Wire, json_response, too_large_page
+from .faults import STATUS_KINDS, Fault
+from .script import Conversation, Script, Step, is_summary_request, script_directive, summarize
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_OPENAI = OpenAIWire()
+_ANTHROPIC = AnthropicWire()
+_WIRES: dict[str, Wire] = {"/v1/chat/completions": _OPENAI, "/v1/messages": _ANTHROPIC}
+_TOOL_ID_PREFIX = {"openai": "call_", "anthropic": "toolu_"}
+_RESPONSE_ID_PREFIX = {"openai": "chatcmpl-fake", "anthropic": "msg_fake"}
+_OVERFLOW_STYLE: dict[str, OverflowStyle] = {"openai": "openai", "anthropic": "anthropic"}
+_SSE_HEADERS: tuple[Header, ...] = (
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+)
+_TOKEN_BODY_LIMIT = 64 * 1024
+# Sends between deliberate yields, so one long stream cannot starve the other connections.
+_YIELD_EVERY = 32
+
+
+class ConnectionAbort(Exception):
+    """Raised inside a response to make the server drop the connection without finishing the body."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """The provider's fixed behaviour (see `FakeProvider` for each field)."""
+
+    model: str = "fake-model"
+    chunk_chars: int = 4
+    context_window: int | None = None
+    overflow_style: OverflowStyle | None = None
+    max_body_bytes: int | None = None
+    too_large_style: Literal["html", "json"] = "html"
+    max_images: int | None = None
+    events_per_write: int = 1
+
+
+class UnknownScript(Exception):
+    """A `[[script:NAME]]` directive names no registered script."""
+
+
+class ScriptBook:
+    """The default script and the named ones; registering is safe from any thread."""
+
+    def __init__(self, default: Script, named: Mapping[str, Script]) -> None:
+        self._default = default
+        self._named = dict(named)
+        self._lock = threading.Lock()
+
+    def register(self, name: str, script: Script) -> None:
+        with self._lock:
+            self._named = {**self._named, name: script}
+
+    def step(self, conversation: Conversation) -> Step:
+        """The step for a conversation: a summary for compaction requests, else the selected script's."""
+        if is_summary_request(conversation) and not self._default.summarizes:
+            return summarize(conversation)
+        name = script_directive(conversation)
+        if name is None:
+            return self._default.respond(conversation)
+        script = self._named.get(name)
+        if script is None:
+            known = ", ".join(sorted(self._named)) or "none"
+            raise UnknownScript(f"Unknown fake script {name!r} (registered: {known}).")
+        return script.respond(conversation)
+
+
+class ProviderApp:
+    """The fake provider as an ASGI 3 application; runs on one event loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        scripts: ScriptBook,
+        faults: FaultDecider,
+        tokens: TokenBook,
+        stats: StatsCounter,
+    ) -> None:
+        self._settings = settings
+        self._scripts = scripts
+        self._faults = faults
+        self._tokens = tokens
+        self._stats = stats
+        self._sequence = 0
+        self._closing = False
+        self._active: set[asyncio.Event] = set()
+
+    def begin_close(self) -> None:
+        """Wake every stalled or hanging response so it ends now; call on the app's event loop."""
+        self._closing = True
+        for gone in self._active:
+            gone.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        wire = _WIRES.get(path)
+        if wire is not None:
+            if method != "POST":
+                await _respond(send, _method_not_allowed(method, path))
+                return
+            await self._model_call(wire, scope, receive, send)
+        elif path == "/oauth/token":
+            if method != "POST":
+                await _respond(send, _method_not_allowed(method, path))
+                return
+            await self._token_grant(scope, receive, send)
+        elif path == "/v1/models" and method == "GET":
+            model = {"id": self._settings.model, "object": "model", "created": 0, "owned_by": "turnkeep"}
+            await _respond(send, json_response(200, {"object": "list", "data": [model]}))
+        else:
+            await _respond(send, _not_found(method, path))
+
+    async def _model_call(self, wire: Wire, scope: Scope, receive: Receive, send: Send) -> None:
+        self._stats.request(wire.name)
+        self._sequence += 1
+        sequence = self._sequence
+        request_id = (wire.request_id_header, f"req_fake{sequence:08d}".encode())
+        read = await _read_body(receive, self._settings.max_body_bytes)
+        if read is None:
+            self._stats.disconnect()
+            return
+        body, too_large = read
+        if too_large:
+            page = too_large_page() if self._settings.too_large_style == "html" else wire.too_large()
+            await self._reject(send, "too_large", page, request_id)
+            return
+        token = _credential(scope)
+        verdict = self._tokens.admit(token)
+        if verdict != "ok":
+            await self._reject(send, "auth", wire.auth_error(verdict, token), request_id)
+            return
+        try:
+            parsed = wire.parse(msgspec.json.decode(body))
+        except msgspec.DecodeError:
+            message = "We could not parse the JSON body of your request: it is not valid JSON."
+            await self._reject(send, "bad_request", wire.bad_request(message), request_id)
+            return
+        except BadRequest as exc:
+            await self._reject(send, "bad_request", wire.bad_request(str(exc)), request_id)
+            return
+
+        fault = self._faults.next(hashlib.blake2b(body, digest_size=16).digest())
+        if fault is not None and (fault.kind in STATUS_KINDS or fault.kind == "token_expired"):
+            self._stats.fault(fault.kind)
+            if fault.kind == "token_expired" and token is not None:
+                self._tokens.expire(token)
+                await _respond(send, wire.auth_error("expired", token), request_id)
+            else:
+                await _respond(send, wire.fault_response(fault), request_id)
+            return
+
+        settings = self._settings
+        if settings.max_images is not None and parsed.images > settings.max_images:
+            await self._reject(send, "image", wire.image_rejected(), request_id)
+            return
+        window = settings.context_window
+        if window is not None and parsed.prompt_tokens > window:
+            style = settings.overflow_style or _OVERFLOW_STYLE[wire.name]
+            await self._reject(
+                send, "context_overflow", overflow_response(style, parsed.prompt_tokens, window), request_id
+            )
+            return
+        try:
+            step = self._scripts.step(parsed.conversation)
+        except UnknownScript as exc:
+            await self._reject(send, "unknown_script", wire.bad_request(str(exc)), request_id)
+            return
+
+        reply = render(
+            step, parsed.conversation, chunk_chars=settings.chunk_chars, id_prefix=_TOOL_ID_PREFIX[wire.name]
+        )
+        if fault is not None:
+            self._stats.fault(fault.kind)
+            if fault.kind == "content_filter":
+                reply = filtered(reply, fault.after_chunks)
+        meta = self._meta(wire, parsed, sequence)
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+        self._active.add(gone)
+        try:
+            if parsed.stream:
+                await self._stream(send, wire, reply, meta, fault, gone, request_id)
+            else:
+                await self._whole(send, wire, reply, meta, fault, gone, request_id)
+        finally:
+            self._active.discard(gone)
+            watcher.cancel()
+
+    async def _stream(
+        self,
+        send: Send,
+        wire: Wire,
+        reply: Reply,
+        meta: Meta,
+        fault: Fault | None,
+        gone: asyncio.Event,
+        request_id: Header,
+    ) -> None:
+        kind = fault.kind if fault is not None else None
+        if fault is not None and kind == "empty":
+            events = wire.empty_events(meta) if fault.with_done else []
+        else:
+            events = wire.events(reply, meta)
+        total = len(events)
+        cut = -1
+        if fault is not None and kind in ("reset", "stall", "stream_error"):
+            cut = min(fault.after_chunks, total - 1)
+        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, request_id]})
+        per_write = self._settings.events_per_write
+        position = 0
+        sends = 0
+        while position < total:
+            if position == cut and fault is not None:
+                cut = -1
+                if kind == "reset":
+                    raise ConnectionAbort
+                if kind == "stream_error":
+                    await send({"type": "http.response.body", "body": wire.error_event(), "more_body": False})
+                    return
+                await _stall(fault, gone)
+                if gone.is_set():
+                    self._gone()
+                    return
+            end = min(position + per_write, total)
+            if position < cut < end:
+                end = cut
+            data = events[position] if end == position + 1 else b"".join(events[position:end])
+            position = end
+            if position == total:
+                # Counted before the last write, so a client that has read the end also sees the count.
+                self._stats.completed()
+            await send({"type": "http.response.body", "body": data, "more_body": position < total})
+            if gone.is_set() and position < total:
+                self._gone()
+                return
+            sends += 1
+            if sends % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        if total == 0:
+            self._stats.completed()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _whole(
+        self,
+        send: Send,
+        wire: Wire,
+        reply: Reply,
+        meta: Meta,
+        fault: Fault | None,
+        gone: asyncio.Event,
+        request_id: Header,
+    ) -> None:
+        kind = fault.kind if fault is not None else None
+        if fault is not None and kind == "stall":
+            await _stall(fault, gone)
+            if gone.is_set():
+                self._gone()
+                return
+        if kind == "stream_error" and fault is not None:
+            await _respond(send, wire.fault_response(fault), request_id)
+            return
+        if fault is not None and kind == "empty":
+            body = wire.body(Reply((), (), "stop", 0), meta) if fault.with_done else b""
+        else:
+            body = wire.body(reply, meta)
+        if kind == "reset":
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": [*headers, request_id]})
+            await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
+            raise ConnectionAbort
+        self._stats.completed()
+        await _respond(send, Response(200, body), request_id)
+
+    def _gone(self) -> None:
+        if self._closing:
+            raise ConnectionAbort
+        self._stats.disconnect()
+
+    def _meta(self, wire: Wire, parsed: Parsed, sequence: int) -> Meta:
+        return Meta(
+            response_id=f"{_RESPONSE_ID_PREFIX[wire.name]}{sequence:08d}",
+            model=parsed.model or self._settings.model,
+            created=int(time.time()),
+            prompt_tokens=parsed.prompt_tokens,
+            include_usage=parsed.include_usage,
+        )
+
+    async def _reject(self, send: Send, reason: Rejection, response: Response, request_id: Header) -> None:
+        self._stats.rejection(reason)
+        await _respond(send, response, request_id)
+
+    async def _token_grant(self, scope: Scope, receive: Receive, send: Send) -> None:
+        read = await _read_body(receive, _TOKEN_BODY_LIMIT)
+        if read is None:
+            return
+        body, too_large = read
+        fields = {} if too_large else _form_or_json(body, _header(scope, b"content-type") or "")
+        grant_type = fields.get("grant_type")
+        refresh_token = fields.get("refresh_token")
+        if grant_type != "refresh_token":
+            error = {
+                "error": "unsupported_grant_type",
+                "error_description": "Only refresh_token is supported.",
+            }
+            self._stats.token_grant(False)
+            await _respond(send, json_response(400, error))
+            return
+        grant = self._tokens.refresh(refresh_token) if refresh_token else None
+        if grant is None:
+            error = {
+                "error": "invalid_grant",
+                "error_description": "The refresh token is invalid or revoked.",
+            }
+            self._stats.token_grant(False)
+            await _respond(send, json_response(400, error))
+            return
+        self._stats.token_grant(True)
+        await _respond(send, json_response(200, grant, ((b"cache-control", b"no-store"),)))
+
+
+async def _read_body(receive: Receive, limit: int | None) -> tuple[bytes, bool] | None:
+    """The whole request body and whether it exceeded `limit` (then it is drained, not kept); None if the
+    client went away first."""
+    parts: list[bytes] = []
+    size = 0
+    over = False
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        data: bytes = message.get("body", b"")
+        size += len(data)
+        if limit is not None and size > limit:
+            over = True
+            parts.clear()
+        elif not over:
+            parts.append(data)
+        if not message.get("more_body", False):
+            return b"".join(parts), over
+
+
+async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
+
+
+async def _stall(fault: Fault, gone: asyncio.Event) -> None:
+    if fault.hang:
+        await gone.wait()
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(gone.wait(), fault.stall_seconds)
+
+
+async def _respond(send: Send, response: Response, request_id: Header | None = None) -> None:
+    headers = [
+        (b"content-type", response.content_type),
+        (b"content-length", str(len(response.body)).encode()),
+    ]
+    headers.extend(response.headers)
+    if request_id is not None:
+        headers.append(request_id)
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body, "more_body": False})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _credential(scope: Scope) -> str | None:
+    authorization = _header(scope, b"authorization")
+    if authorization is not None:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    api_key = _header(scope, b"x-api-key")
+    return api_key.strip() if api_key and api_key.strip() else None
+
+
+def _form_or_json(body: bytes, content_type: str) -> dict[str, str]:
+    if "json" in content_type:
+        try:
+            decoded = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            return {}
+        if not isinstance(decoded, dict):
+            return {}
+        return {key: value for key, value in decoded.items() if isinstance(value, str)}
+    form = parse_qs(body.decode("utf-8", "replace"))
+    return {key: values[0] for key, values in form.items() if values}
+
+
+def _not_found(method: str, path: str) -> Response:
+    message = f"Unknown request URL: {method} {path}."
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": "unknown_url"}
+    return json_response(404, {"error": error})
+
+
+def _method_not_allowed(method: str, path: str) -> Response:
+    error = {"message": f"{method} is not allowed on {path}.", "type": "invalid_request_error"}
+    return json_response(405, {"error": error}, ((b"allow", b"POST"),))

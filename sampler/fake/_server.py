@@ -1,0 +1,346 @@
+"""`FakeProvider`: the ASGI app served by uvicorn on a loopback socket, in a thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Literal
+
+import uvicorn
+
+from ._app import ConnectionAbort, ProviderApp, ScriptBook, Settings
+from ._auth import TokenBook, TokenExpiry
+from ._decide import FaultDecider
+from ._overflow import OverflowStyle
+from ._stats import ProviderStats, StatsCounter
+from .faults import FaultPlan
+from .script import Script
+
+__all__ = ["FakeProvider", "FakeProviderError", "serve_forever"]
+
+_State = Literal["new", "running", "stopped"]
+# How long stop() lets open responses end on their own before cancelling them.
+_GRACE_SECONDS = 0.5
+
+
+class FakeProviderError(Exception):
+    """The provider could not start, or did not stop, within its deadline."""
+
+
+class FakeProvider:
+    """An OpenAI- and Anthropic-compatible model provider on a real loopback socket.
+
+    It answers from `script` (default: echo), or from the script in `scripts` that a `[[script:NAME]]`
+    directive in the conversation names, and injects the faults `faults` decides. Behaviour knobs:
+
+    - `chunk_chars`: characters per streamed text or argument chunk.
+    - `context_window`: tokens (chars / 4 of the request); a larger prompt gets a 400 overflow error,
+      worded as `overflow_style` says (default: the wire's own provider).
+    - `max_body_bytes`: a larger body gets 413, as an nginx HTML page (`too_large_style="html"`) or
+      the wire's JSON error (`"json"`).
+    - `max_images`: a request with more image parts gets a 400 "invalid image" error (0 rejects any).
+    - `token_expiry`: access tokens wear out after some requests (see `TokenExpiry`).
+    - `events_per_write`: stream events coalesced into one HTTP chunk (1 = one chunk per event).
+
+    `start()` returns once the socket listens; `stop()` returns once the server thread has ended. Both
+    are safe to call from any thread but the provider's own; a stopped provider cannot start again. Use
+    it as a context manager to get both.
+    """
+
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        scripts: Mapping[str, Script] | None = None,
+        faults: FaultPlan | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = "fake-model",
+        chunk_chars: int = 4,
+        context_window: int | None = None,
+        overflow_style: OverflowStyle | None = None,
+        max_body_bytes: int | None = None,
+        too_large_style: Literal["html", "json"] = "html",
+        max_images: int | None = None,
+        token_expiry: TokenExpiry | None = None,
+        events_per_write: int = 1,
+    ) -> None:
+        if chunk_chars < 1 or events_per_write < 1:
+            raise ValueError("chunk_chars and events_per_write must be at least 1")
+        if context_window is not None and context_window < 1:
+            raise ValueError(f"context_window must be positive, got {context_window}")
+        self._host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self._scripts = ScriptBook(script or Script.echo(), scripts or {})
+        self._stats = StatsCounter()
+        settings = Settings(
+            model=model,
+            chunk_chars=chunk_chars,
+            context_window=context_window,
+            overflow_style=overflow_style,
+            max_body_bytes=max_body_bytes,
+            too_large_style=too_large_style,
+            max_images=max_images,
+            events_per_write=events_per_write,
+        )
+        self._app = ProviderApp(
+            settings,
+            self._scripts,
+            FaultDecider(faults or FaultPlan.none()),
+            TokenBook(token_expiry),
+            self._stats,
+        )
+        self._state: _State = "new"
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._server: _Server | None = None
+
+    @property
+    def port(self) -> int:
+        """The port the provider listens on. Raises FakeProviderError before `start()`."""
+        if self._port is None:
+            raise FakeProviderError("the provider has not been started")
+        return self._port
+
+    @property
+    def root_url(self) -> str:
+        """The server's root, e.g. "http://127.0.0.1:PORT" (Anthropic SDKs take this as base URL)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL, e.g. "http://127.0.0.1:PORT/v1"."""
+        return self.root_url + "/v1"
+
+    @property
+    def token_url(self) -> str:
+        """The OAuth-style refresh endpoint, "ROOT/oauth/token"."""
+        return self.root_url + "/oauth/token"
+
+    @property
+    def stats(self) -> ProviderStats:
+        """A consistent snapshot of the counters."""
+        return self._stats.snapshot()
+
+    @property
+    def running(self) -> bool:
+        """Whether the provider has started and not yet stopped."""
+        return self._state == "running"
+
+    def register_script(self, name: str, script: Script) -> None:
+        """Make `script` selectable by a `[[script:NAME]]` directive, also while running."""
+        self._scripts.register(name, script)
+
+    def start(self, timeout: float = 5.0) -> FakeProvider:
+        """Bind, serve, and return once the socket accepts connections.
+
+        Raises FakeProviderError if it was started before, or cannot listen within `timeout` seconds
+        (OSError if the port cannot be bound).
+        """
+        with self._lock:
+            if self._state != "new":
+                raise FakeProviderError(f"a provider starts once; this one is {self._state}")
+            listener = _listen(self._host, self._requested_port)
+            self._port = listener.getsockname()[1]
+            _silence_deliberate_aborts()
+            config = uvicorn.Config(
+                self._app,
+                lifespan="off",
+                http="h11",
+                ws="none",
+                interface="asgi3",
+                log_config=None,
+                access_log=False,
+                proxy_headers=False,
+                server_header=False,
+                date_header=False,
+            )
+            ready = threading.Event()
+            server = _Server(config, self._app, ready)
+            failure: list[BaseException] = []
+            thread = threading.Thread(
+                target=_run,
+                args=(server, listener, ready, failure),
+                name=f"fake-provider:{self._port}",
+                daemon=True,
+            )
+            self._server = server
+            self._thread = thread
+            self._state = "running"
+            thread.start()
+        if not ready.wait(timeout) or failure:
+            self.stop(timeout)
+            cause = failure[0] if failure else None
+            raise FakeProviderError(f"the provider did not start within {timeout} s") from cause
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End every open response, close the socket, and join the server thread. Idempotent.
+
+        Raises FakeProviderError if the thread has not ended within `timeout` seconds.
+        """
+        with self._lock:
+            if self._state != "running":
+                self._state = "stopped"
+                return
+            self._state = "stopped"
+            server, thread = self._server, self._thread
+        assert server is not None and thread is not None
+        if thread is threading.current_thread():
+            raise FakeProviderError("the provider cannot be stopped from its own thread")
+        server.request_stop()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise FakeProviderError(f"the provider thread did not end within {timeout} s")
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = f" on {self.root_url}" if self._port is not None else ""
+        return f"<FakeProvider {self._state}{where}>"
+
+
+def serve_forever(
+    port: int = 0,
+    profile: str = "none",
+    seed: int = 0,
+    *,
+    host: str = "127.0.0.1",
+    script: Script | None = None,
+    on_ready: Callable[[FakeProvider], None] | None = None,
+) -> ProviderStats:
+    """Run a provider with the named fault profile until KeyboardInterrupt, then stop it cleanly.
+
+    `on_ready` is called with the running provider (to print its URL, say); a KeyboardInterrupt it raises
+    stops the provider like Ctrl-C does. Returns the final stats. Raises ValueError for an unknown profile.
+    """
+    provider = FakeProvider(script, faults=FaultPlan.profile(profile, seed=seed), host=host, port=port)
+    with provider:
+        try:
+            if on_ready is not None:
+                on_ready(provider)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return provider.stats
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, told to stop by an event instead of polling, and quick to shut down."""
+
+    def __init__(self, config: uvicorn.Config, app: ProviderApp, ready: threading.Event) -> None:
+        super().__init__(config)
+        self._app = app
+        self._ready = ready
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stop_requested = False
+        self._stop_lock = threading.Lock()
+
+    def request_stop(self) -> None:
+        """Ask the serving loop to shut down; safe from any thread, before or after it started."""
+        with self._stop_lock:
+            self._stop_requested = True
+            loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already closed
+                loop.call_soon_threadsafe(stop.set)
+
+    async def main_loop(self) -> None:
+        stop = asyncio.Event()
+        with self._stop_lock:
+            self._loop = asyncio.get_running_loop()
+            self._stop = stop
+            if self._stop_requested:
+                stop.set()
+        self._ready.set()
+        await stop.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        self._app.begin_close()
+        # Stop accepting, then let connections accepted a moment ago finish attaching before the servers
+        # close: on Python 3.11 a connection that attaches to a closed server leaks its socket.
+        for server in self.servers:
+            for listening in server.sockets:
+                loop.remove_reader(listening.fileno())
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for server in self.servers:
+            server.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()
+        deadline = loop.time() + _GRACE_SECONDS
+        while (state.connections or state.tasks) and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        for task in list(state.tasks):
+            task.cancel()
+        for connection in list(state.connections):
+            connection.transport.close()
+        for server in self.servers:
+            await server.wait_closed()
+
+
+def _run(
+    server: _Server, listener: socket.socket, ready: threading.Event, failure: list[BaseException]
+) -> None:
+    try:
+        asyncio.run(server.serve(sockets=[listener]))
+    except BaseException as exc:  # uvicorn reports a failed startup with SystemExit
+        failure.append(exc)
+    finally:
+        listener.close()
+        ready.set()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections; without it, each
+    # small response waits out the peer's delayed ACK (~40 ms).
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(2048)
+        listener.setblocking(False)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+class _DeliberateAbortFilter(logging.Filter):
+    """Keeps uvicorn from logging the connection drops the fault plan asks for as application errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc_info = record.exc_info
+        return not (exc_info and exc_info[0] is not None and issubclass(exc_info[0], ConnectionAbort))
+
+
+_filter_lock = threading.Lock()
+
+
+def _silence_deliberate_aborts() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    with _filter_lock:
+        if not any(isinstance(existing, _DeliberateAbortFilter) for existing in logger.filters):
+            logger.addFilter(_DeliberateAbortFilter())
