@@ -297,7 +297,8 @@ async def run_tool(tool: Tool[A], args: A, context: ToolContext) -> ToolOutcome:
     Within ``tool.timeout`` (a process tool's own per-call timeout when it sets one), the outcome is
     ``ok``; ``error`` for a `ToolError` (its message) or any other exception (its type and message),
     or a process exiting non-zero; ``timed_out`` past the limit; ``aborted`` once ``context.abort``
-    is set.  Interrupted process calls keep their output so far.  Cancelling the enclosing scope is
+    is set, unless a function tool completes anyway (it shielded its work), which keeps its result.
+    Interrupted process calls keep their output so far.  Cancelling the enclosing scope is
     the hard kill: the call is stopped (a process group killed and reaped) and Cancelled propagates.
     """
     started = trio.current_time()
@@ -361,7 +362,8 @@ async def _call_until_abort(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(call, nursery)
         nursery.start_soon(watch, nursery)
-    return ended[0]
+    # A tool that completed although the abort came first (it shielded its work) has a real result.
+    return next((each for each in ended if each[0] == "done" and isinstance(each[1], str)), ended[0])
 
 
 async def _invoke(tool: Tool[A], args: A, context: ToolContext) -> str:

@@ -1,0 +1,197 @@
+"""ChatStateActor: a session's history, its projection, its token estimate, and its persistence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from actors import Actor, Refuse, handles
+from sampler import Message, ModelRequest, SystemMessage, ToolSpec
+
+from ._protocol import (
+    Append,
+    ApplyCompaction,
+    BeginTurn,
+    BuildRequest,
+    BuiltRequest,
+    Calibrate,
+    CompactionTask,
+    EndTurn,
+    GetHistory,
+    GetStatus,
+    LearnWindow,
+    LogEvent,
+    PlanCompaction,
+    StubToolOutputs,
+)
+from .compaction import (
+    build_summary_request,
+    chunk_for_summary,
+    plan_compaction,
+    stub_tool_outputs,
+    summary_message,
+)
+from .store import SessionRecord, SessionStore, StoreError
+from .tokens import TokenEstimator, effective_window
+
+__all__ = ["ChatStateActor", "ChatStateOptions"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStateOptions:
+    """What the chat state needs to know about its session."""
+
+    session_id: str
+    context_window: int = 128_000
+    keep_recent_turns: int = 2
+    system_prompt: str = ""
+
+
+class ChatStateActor(Actor):
+    """Owns one session's history. Every append is in the store before it is acknowledged; a new
+    incarnation reloads everything from the store, so a crash loses nothing that was acknowledged.
+    Compaction changes only the projection (what the model is sent): the original messages stay stored,
+    linked to the summary that replaced them. Store failures are answered as errors, never swallowed."""
+
+    def __init__(self, store: SessionStore, options: ChatStateOptions, estimator: TokenEstimator) -> None:
+        super().__init__()
+        self._store = store
+        self._options = options
+        self._estimator = estimator
+        self._entries: list[tuple[int, int, Message]] = []
+        self._learned: int | None = None
+        self._tools: tuple[ToolSpec, ...] = ()
+
+    def on_start(self) -> None:
+        record = self._store.get_session(self._options.session_id)
+        self._learned = record.learned_window
+        self._reload()
+
+    def _reload(self) -> None:
+        stored = self._store.load_messages(self._options.session_id)
+        self._entries = [(m.seq, m.turn, m.message) for m in stored]
+
+    @property
+    def _window(self) -> int:
+        return effective_window(self._options.context_window, self._learned)
+
+    def _messages(self) -> list[Message]:
+        messages: list[Message] = [m for _, _, m in self._entries]
+        if self._options.system_prompt:
+            messages.insert(0, SystemMessage(self._options.system_prompt))
+        return messages
+
+    @handles(Append)
+    def _append(self, message: Append) -> int:
+        seq = self._write(
+            lambda: self._store.append_message(self._options.session_id, message.turn, message.message)
+        )
+        self._entries.append((seq, message.turn, message.message))
+        return seq
+
+    @handles(LogEvent)
+    def _log(self, message: LogEvent) -> int:
+        return self._write(
+            lambda: self._store.append_event(self._options.session_id, message.turn, message.event)
+        )
+
+    @handles(BeginTurn)
+    def _begin(self, message: BeginTurn) -> None:
+        self._write(lambda: self._store.begin_turn(self._options.session_id, message.turn))
+
+    @handles(EndTurn)
+    def _end_turn(self, _: EndTurn) -> None:
+        self._write(lambda: self._store.end_turn(self._options.session_id))
+
+    @handles(GetStatus)
+    def _status(self, _: GetStatus) -> SessionRecord:
+        return self._write(lambda: self._store.get_session(self._options.session_id))
+
+    @handles(BuildRequest)
+    def _build(self, message: BuildRequest) -> BuiltRequest:
+        messages = self._messages()
+        request = ModelRequest(
+            model=message.model, messages=tuple(messages), tools=message.tools, max_tokens=message.max_tokens
+        )
+        self._tools = message.tools
+        estimate = self._estimator.estimate(messages, message.tools)
+        return BuiltRequest(request, estimate, self._window)
+
+    @handles(Calibrate)
+    def _calibrate(self, message: Calibrate) -> None:
+        self._estimator.calibrate(message.estimated, message.reported)
+
+    @handles(LearnWindow)
+    def _learn(self, message: LearnWindow) -> int:
+        learned = min(message.tokens, self._learned or message.tokens)
+        self._write(lambda: self._store.set_learned_window(self._options.session_id, learned))
+        self._learned = learned
+        return self._window
+
+    @handles(PlanCompaction)
+    def _plan(self, message: PlanCompaction) -> CompactionTask | None:
+        plan = plan_compaction(
+            self._entries,
+            keep_recent_turns=self._options.keep_recent_turns,
+            estimator=self._estimator,
+            target_tokens=int(self._window * 0.5),
+        )
+        if plan is None:
+            return None
+        if message.chunk_tokens is None:
+            requests: tuple[ModelRequest, ...] = (
+                ModelRequest(model=message.model, messages=plan.summary_request_messages),
+            )
+        else:
+            replaced = set(plan.replaced)
+            chosen = [m for seq, _, m in self._entries if seq in replaced]
+            chunks = chunk_for_summary(chosen, message.chunk_tokens, self._estimator)
+            requests = tuple(
+                ModelRequest(model=message.model, messages=build_summary_request(chunk)) for chunk in chunks
+            )
+        return CompactionTask(plan.replaced, requests, plan.estimated_before)
+
+    @handles(ApplyCompaction)
+    def _apply(self, message: ApplyCompaction) -> tuple[int, int]:
+        before = self._estimator.estimate(self._messages(), self._tools)
+        summary = summary_message(message.summary, len(message.replaced))
+        # The summary belongs to the oldest turn it stands for, so a later compaction sees it as old.
+        replaced = set(message.replaced)
+        turn = min((t for seq, t, _ in self._entries if seq in replaced), default=message.turn)
+        self._write(
+            lambda: self._store.apply_compaction(
+                self._options.session_id, replaced=message.replaced, summary=summary, turn=turn
+            )
+        )
+        self._reload()
+        return before, self._estimator.estimate(self._messages(), self._tools)
+
+    @handles(StubToolOutputs)
+    def _stub(self, message: StubToolOutputs) -> int:
+        stubs = stub_tool_outputs(self._entries, self._options.keep_recent_turns)
+        for seq, stub in stubs:
+            self._write(
+                lambda seq=seq, stub=stub: self._store.apply_compaction(  # type: ignore[misc]
+                    self._options.session_id, replaced=(seq,), summary=stub, turn=message.turn
+                )
+            )
+        self._reload()
+        return len(stubs)
+
+    @handles(GetHistory)
+    def _history(self, message: GetHistory) -> tuple[Message, ...]:
+        if not message.include_replaced:
+            return tuple(m for _, _, m in self._entries)
+        stored = self._write(
+            lambda: self._store.load_messages(self._options.session_id, include_replaced=True)
+        )
+        return tuple(m.message for m in stored)
+
+    def _write(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except StoreError as exc:
+            raise Refuse(exc) from exc

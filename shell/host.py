@@ -1,0 +1,306 @@
+"""AgentHost: many sessions in one process, each a supervised subtree, passivated when idle."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from actors import ActorSystem, Address, ChildSpec, Supervisor
+from sampler import SamplerSettings
+from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
+
+from ._gate import TurnGate
+from .chat_state import ChatStateOptions
+from .config import Settings
+from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
+from .doom_loop import DoomLoopDetector
+from .messages import Subscribe, Unsubscribe
+from .session import SessionOptions, SessionRuntime
+from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec
+from .store import SessionNotFound, SessionRecord, SessionStore
+
+__all__ = ["AgentHost", "HostError", "credentials_from_settings"]
+
+logger = logging.getLogger("turnkeep.shell")
+
+
+class HostError(Exception):
+    """A host operation cannot be done: an unknown session, a closed host."""
+
+
+def credentials_from_settings(
+    settings: Settings, environ: dict[str, str] | None = None
+) -> CredentialProvider:
+    """The credential provider the provider settings describe (env var, file, OAuth refresh, or none)."""
+    import os
+
+    env = dict(os.environ if environ is None else environ)
+    provider = settings.provider
+    if provider.oauth_token_url and provider.refresh_token_env:
+        refresh = env.get(provider.refresh_token_env)
+        if refresh:
+            access = env.get(provider.api_key_env) if provider.api_key_env else None
+            return OAuthCredential(provider.oauth_token_url, refresh, access_token=access)
+    if provider.api_key_env or provider.api_key_file:
+        return StaticKey(env_var=provider.api_key_env, file=provider.api_key_file, environ=env)
+    return NoCredentials()
+
+
+@dataclass(eq=False)
+class _Session:
+    record_id: str
+    workspace: Path
+    runtime: SessionRuntime
+    parts: SessionParts
+    active: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class AgentHost:
+    """Opens, resumes, lists and closes sessions; each session is a subtree under the host supervisor.
+
+    A session idle longer than ``settings.host.passivate_after`` seconds has its subtree stopped (its
+    state is in the store) and is started again, transparently, by the next message to its address. At
+    most ``settings.host.max_concurrent_turns`` turns run at once; prompts beyond that wait in order.
+    :meth:`shutdown` cancels every running turn as ``aborted``, flushes and closes the store.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        credentials: CredentialProvider | None = None,
+        registry: Callable[[], ToolRegistry] | None = None,
+        permissions: Callable[[], PermissionPolicy] | None = None,
+        chaos: SessionChaos | None = None,
+        system: ActorSystem | None = None,
+    ) -> None:
+        self.settings = settings
+        self._credentials = credentials or credentials_from_settings(settings)
+        self._registry = registry or (
+            lambda: builtin_registry(
+                shell_default_timeout=settings.tools.shell_timeout,
+                shell_max_timeout=settings.tools.shell_max_timeout,
+            )
+        )
+        self._permissions = permissions or (lambda: _policy_from_settings(settings))
+        self._chaos = chaos or SessionChaos()
+        self._owns_system = system is None
+        self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
+        self.store = SessionStore.open(Path(settings.store.path), synchronous=settings.store.synchronous)
+        self.gate = TurnGate(settings.host.max_concurrent_turns)
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self.supervisor = self.system.spawn(ChildSpec("host", Supervisor, shutdown_timeout=60.0))
+        self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
+        self._janitor.start()
+
+    # -- sessions ------------------------------------------------------------------------------------
+
+    def open(self, workspace: str | Path, *, session_id: str | None = None) -> Address:
+        """Start a new session in ``workspace`` and return its address (the session's mailbox)."""
+        self._check_open()
+        session_id = session_id or uuid.uuid4().hex[:12]
+        path = Path(workspace).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
+        return self._activate(session_id, path)
+
+    def resume(self, session_id: str) -> Address:
+        """The address of a stored session, started from the store if it is not running."""
+        self._check_open()
+        with self._lock:
+            known = self._sessions.get(session_id)
+        if known is not None:
+            return self._address(session_id)
+        try:
+            record = self.store.get_session(session_id)
+        except SessionNotFound as exc:
+            raise HostError(f"there is no session {session_id!r} in {self.store.path}") from exc
+        return self._activate(session_id, Path(record.workspace))
+
+    def list_sessions(self) -> list[SessionRecord]:
+        """Every session the store holds."""
+        return self.store.list_sessions()
+
+    def active(self) -> list[str]:
+        """The ids of sessions whose subtree is running now (not passivated)."""
+        with self._lock:
+            return [sid for sid, s in self._sessions.items() if s.active]
+
+    def close(self, session_id: str) -> None:
+        """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            self._address(session_id).set_activator(None)
+            self._stop_subtree(session)
+        self.store.close_session(session_id)
+
+    def subscribe(self, session_id: str, subscriber: Any) -> None:
+        """Send every event of the session to ``subscriber`` (an Address, a callable or a queue)."""
+        self._address(session_id).ask(Subscribe(subscriber))
+
+    def unsubscribe(self, session_id: str, subscriber: Any) -> None:
+        """Stop :meth:`subscribe`."""
+        self._address(session_id).ask(Unsubscribe(subscriber))
+
+    def passivate(self, session_id: str) -> bool:
+        """Stop an idle session's subtree now; False when it is busy or not running."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if (
+            session is None
+            or not session.active
+            or session.runtime.turn is not None
+            or session.runtime.prompts
+        ):
+            return False
+        self._stop_subtree(session)
+        return True
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Cancel every running turn as ``aborted``, stop every session, close the store. Idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._janitor.join(5.0)
+        if self._owns_system:
+            self.system.shutdown(timeout=timeout, reason="host shutdown")
+        else:
+            self.system.stop("host", timeout=timeout)
+        self.store.close()
+
+    def __enter__(self) -> AgentHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- inside --------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise HostError("the host has shut down")
+
+    def _name(self, session_id: str) -> str:
+        return f"session/{session_id}"
+
+    def _address(self, session_id: str) -> Address:
+        return self.system.address(f"{self.supervisor.name}/{self._name(session_id)}/session")
+
+    def _activate(self, session_id: str, workspace: Path) -> Address:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self._sessions[session_id] = self._build(session_id, workspace)
+        self._start_subtree(session)
+        address = self._address(session_id)
+        address.set_activator(lambda _: self._reactivate(session_id))
+        return address
+
+    def _build(self, session_id: str, workspace: Path) -> _Session:
+        s = self.settings
+        options = SessionOptions(
+            session_id,
+            s.provider.model,
+            max_steps_per_turn=s.loop_control.max_steps_per_turn,
+            max_output_tokens=s.window.max_output_tokens,
+            compaction_threshold=s.compaction.threshold,
+            max_compactions=s.compaction.max_cycles,
+            min_shrink=s.compaction.min_shrink,
+        )
+        registry = self._registry()
+        parts = SessionParts(
+            options=options,
+            chat=ChatStateOptions(
+                session_id,
+                context_window=s.window.context_window,
+                keep_recent_turns=s.compaction.keep_recent_turns,
+            ),
+            sampler=SamplerSettings(
+                base_url=s.provider.base_url,
+                provider=s.provider.kind,
+                headers=dict(s.provider.headers),
+                connect_timeout=s.timeouts.connect,
+                idle_timeout=s.timeouts.idle,
+                policy=s.retry_policy(),
+            ),
+            store=self.store,
+            workspace=workspace,
+            credentials=self._credentials,
+            registry=registry,
+            policy=self._permissions(),
+            tools=ToolBridgeSettings(
+                abort_grace=s.tools.abort_grace,
+                kill_after=s.tools.kill_after,
+                permission_timeout=s.tools.permission_timeout,
+                output_cap=s.tools.output_cap,
+            ),
+            doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
+            chaos=self._chaos,
+        )
+        return _Session(session_id, workspace, session_runtime(parts, self.gate), parts)
+
+    def _start_subtree(self, session: _Session) -> None:
+        with session.lock:
+            if session.active:
+                return
+            spec = session_spec(self._name(session.record_id), session.parts, session.runtime)
+            self.system.spawn(spec, parent=self.supervisor)
+            session.active = True
+
+    def _stop_subtree(self, session: _Session) -> None:
+        with session.lock:
+            if not session.active:
+                return
+            session.active = False
+            self.system.stop(self._name(session.record_id), parent=self.supervisor)
+
+    def _reactivate(self, session_id: str) -> None:
+        """Called on the sender's thread: start the subtree on a thread of its own."""
+
+        def start() -> None:
+            with self._lock:
+                session = self._sessions.get(session_id)
+            if session is None or self._closed.is_set():
+                return
+            try:
+                self._start_subtree(session)
+            except Exception:
+                logger.exception("could not reactivate session %s", session_id)
+
+        threading.Thread(target=start, name=f"turnkeep-activate-{session_id}", daemon=True).start()
+
+    def _passivate_idle(self) -> None:
+        limit = self.settings.host.passivate_after
+        while not self._closed.wait(min(limit / 4, 5.0)):
+            now = time.monotonic()
+            with self._lock:
+                sessions = list(self._sessions.values())
+            for session in sessions:
+                runtime = session.runtime
+                if (
+                    session.active
+                    and runtime.turn is None
+                    and not runtime.prompts
+                    and now - runtime.last_active > limit
+                ):
+                    try:
+                        self._stop_subtree(session)
+                    except Exception:
+                        logger.exception("could not passivate session %s", session.record_id)
+
+
+def _policy_from_settings(settings: Settings) -> PermissionPolicy:
+    rules = [PermissionRule(name, "deny") for name in settings.tools.deny]
+    rules += [PermissionRule(name, "allow") for name in settings.tools.allow]
+    rules += [PermissionRule(name, "ask") for name in settings.tools.ask]
+    return PermissionPolicy(rules)

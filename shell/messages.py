@@ -1,0 +1,40 @@
+"""The mailbox API of a session: what a host or an application sends to a session's Address."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from sampler import ImagePart
+from tool_bridge.permissions import PermissionDecision
+
+__all__ = ["Cancel", "PermissionDecision", "Subscribe", "Unsubscribe", "UserPrompt"]
+
+
+class UserPrompt(msgspec.Struct, frozen=True, tag=True):
+    """Start a turn with ``text`` (queued behind the turn in flight, if any). Asked, it answers with the
+    turn's number."""
+
+    text: str
+    images: tuple[ImagePart, ...] = ()
+
+
+class Cancel(msgspec.Struct, frozen=True, tag=True):
+    """End the turn in flight: ``user_cancelled`` (default) or ``aborted`` (by the program). The session
+    stays usable. Asked, it answers whether a turn was running."""
+
+    reason: str = "user_cancelled"
+
+
+class Subscribe(msgspec.Struct, frozen=True, tag=True):
+    """Receive every event of the session from now on. ``subscriber`` is an Address (told each event), a
+    callable (called with it, on the session's thread: keep it quick) or a ``queue.Queue`` (put into)."""
+
+    subscriber: Any
+
+
+class Unsubscribe(msgspec.Struct, frozen=True, tag=True):
+    """Stop the events of :class:`Subscribe`."""
+
+    subscriber: Any

@@ -1,0 +1,90 @@
+"""The supervised subtree of one session: chat state, sampler, tools and the turn loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from actors import ChaosPolicy, ChildSpec, RestartIntensity, Strategy, Supervisor
+from sampler import SamplerActor, SamplerRuntime, SamplerSettings, ToolSpec
+from tool_bridge import PermissionPolicy, ToolBridgeSettings, ToolRegistry, ToolSupervisor
+
+from ._gate import TurnGate
+from .chat_state import ChatStateActor, ChatStateOptions
+from .credentials import CredentialProvider
+from .doom_loop import DoomLoopDetector
+from .session import SessionActor, SessionOptions, SessionRuntime
+from .store import SessionStore
+from .tokens import TokenEstimator
+
+__all__ = ["SessionChaos", "SessionParts", "session_runtime", "session_spec"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChaos:
+    """Fault injection per actor of a session subtree (for chaos runs)."""
+
+    session: ChaosPolicy | None = None
+    chat_state: ChaosPolicy | None = None
+    sampler: ChaosPolicy | None = None
+    tools: ChaosPolicy | None = None
+
+
+@dataclass(frozen=True)
+class SessionParts:
+    """Everything a session subtree is made of."""
+
+    options: SessionOptions
+    chat: ChatStateOptions
+    sampler: SamplerSettings
+    store: SessionStore
+    workspace: Path
+    credentials: CredentialProvider
+    registry: ToolRegistry
+    policy: PermissionPolicy
+    tools: ToolBridgeSettings = field(default_factory=ToolBridgeSettings)
+    doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
+    chaos: SessionChaos = field(default_factory=SessionChaos)
+    intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(10, 5.0))
+
+
+def session_runtime(parts: SessionParts, gate: TurnGate | None = None) -> SessionRuntime:
+    """The turn loop's state for a session made of ``parts``: subscribers, the turn in flight, waiting
+    prompts. It outlives the SessionActor's incarnations (and, in a host, passivation)."""
+    specs = tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in parts.registry.specs())
+    return SessionRuntime(parts.options, parts.credentials, specs, parts.doom_loop, gate=gate)
+
+
+def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None = None) -> ChildSpec:
+    """A child spec for the session's supervisor (``one_for_one``): ChatStateActor, SamplerActor,
+    ToolSupervisor and SessionActor, started in that order. State that must survive a child's restart
+    (the sampler's request in flight, the turn in flight, subscribers) lives outside the actors."""
+    estimator = TokenEstimator()
+    sampler_runtime = SamplerRuntime(parts.sampler, api_key=parts.credentials.current)
+    session_runtime_ = runtime or session_runtime(parts)
+    chaos = parts.chaos
+    children = [
+        ChildSpec(
+            "chat_state",
+            lambda: ChatStateActor(parts.store, parts.chat, estimator),
+            chaos=chaos.chat_state,
+        ),
+        ChildSpec("sampler", lambda: SamplerActor(sampler_runtime), chaos=chaos.sampler),
+        ChildSpec(
+            "tools",
+            lambda: ToolSupervisor(
+                parts.registry,
+                parts.policy,
+                parts.workspace,
+                settings=parts.tools,
+                chaos_for_tools=chaos.tools,
+            ),
+            shutdown_timeout=parts.tools.kill_after + 5.0,
+        ),
+        ChildSpec("session", lambda: SessionActor(session_runtime_), chaos=chaos.session),
+    ]
+    return ChildSpec(
+        name,
+        lambda: Supervisor(children, strategy=Strategy.ONE_FOR_ONE, intensity=parts.intensity),
+        shutdown_timeout=parts.tools.kill_after + 15.0,
+    )

@@ -1,0 +1,87 @@
+"""Context overflow in whole turns: compact and resubmit, learn the window, and give up clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sampler.fake import Conversation, FakeProvider, FinalAnswer, Script, Step
+from sampler.fake.script import is_summary_request
+from shell import events as ev
+from tests.actors.conftest import system_threads
+from tests.shell._harness import Harness, of
+
+
+def summarising(keep: float = 0.0, *, size: int | None = None) -> Script:
+    """Answers "ok"; a compaction request gets a summary ``keep`` times as long as the transcript, or of
+    ``size`` characters."""
+
+    def respond(conversation: Conversation) -> Step:
+        if is_summary_request(conversation):
+            length = size if size is not None else int(len(conversation.last_user_text) * keep)
+            return FinalAnswer("s" * max(1, length))
+        return FinalAnswer("ok")
+
+    return Script(respond, name="summarising", summarizes=True)
+
+
+def test_an_overflow_is_compacted_the_turn_completes_and_the_window_is_learned(tmp_path: Path) -> None:
+    before = system_threads()
+    with FakeProvider(summarising(0.1), context_window=1_500) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        assert isinstance(harness.turn(session, "first " + "x" * 2_500)[-1], ev.TurnCompleted)
+        events = harness.turn(session, "second " + "x" * 2_500)
+        later = harness.turn(session, "third " + "y" * 2_500)
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    started, finished = of(events, ev.CompactionStarted), of(events, ev.CompactionFinished)
+    assert [s.reason for s in started] == ["overflow"]
+    assert finished[0].ok and finished[0].tokens_after < finished[0].tokens_before
+    # The learned window makes the next turn compact before it overflows.
+    assert isinstance(later[-1], ev.TurnCompleted)
+    assert [s.reason for s in of(later, ev.CompactionStarted)] == ["proactive"]
+    assert of(later, ev.CompactionStarted)[0].window < 100_000
+    with harness.store.__class__.open(harness.store_path) as store:
+        record = store.get_session("s1")
+    assert record.learned_window is not None and record.learned_window < 100_000
+    # The record keeps every message; only the projection changed.
+    everything = harness.stored_history(include_replaced=True)
+    projection = harness.stored_history()
+    assert len(projection) < len(everything)
+    assert sum(1 for m in everything if "x" * 100 in str(m)) == 2
+    assert sum(1 for m in everything if "y" * 100 in str(m)) == 1
+    assert system_threads() - before == set()
+
+
+def test_a_compaction_that_does_not_shrink_the_request_fails_the_turn_with_advice(tmp_path: Path) -> None:
+    with FakeProvider(summarising(size=8_000), context_window=1_500) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        harness.turn(session, "first " + "x" * 2_500)
+        events = harness.turn(session, "second " + "x" * 2_500)
+        harness.close()
+    failed = events[-1]
+    assert isinstance(failed, ev.TurnFailed) and failed.kind == "context_overflow"
+    assert "Start a new session or raise the context window" in failed.message
+    assert [f.ok for f in of(events, ev.CompactionFinished)] == [False]
+
+
+def test_a_summary_request_that_itself_overflows_is_summarised_in_chunks(tmp_path: Path) -> None:
+    with FakeProvider(summarising(0.5)) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        for n in range(6):
+            harness.turn(session, f"{n} " + "x" * 1_000)
+        harness.close()
+    # The same session, resumed against a model with a much smaller window.
+    with FakeProvider(summarising(0.5), context_window=1_500) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        events = harness.turn(session, "last " + "y" * 3_000)
+        requests = provider.stats.requests
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    finished = of(events, ev.CompactionFinished)
+    assert finished and all(f.ok for f in finished)
+    assert finished[0].replaced == 12
+    assert requests > 2 + len(finished)  # the first summary went out in several chunk requests

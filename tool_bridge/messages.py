@@ -1,0 +1,121 @@
+"""The messages of the tool bridge.
+
+A session tells `RunTools` and `AbortTools` to its ToolSupervisor and hears back `ToolCallBegan`,
+`PermissionRequested` (from `tool_bridge.permissions`), `ToolAbandoned` and exactly one `ToolsFinished`
+per batch; it answers permission requests with a `PermissionDecision` told to the ToolSupervisor.
+`RunCall`, `AbortCall`, `KillCall`, `CallStarted` and `CallFinished` are what the ToolSupervisor and its
+ToolActors say to each other.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from tool_bridge.results import ToolOutcome
+
+__all__ = [
+    "AbortCall",
+    "AbortTools",
+    "CallFinished",
+    "CallStarted",
+    "KillCall",
+    "RunCall",
+    "RunTools",
+    "ToolAbandoned",
+    "ToolCallBegan",
+    "ToolInvocation",
+    "ToolsFinished",
+]
+
+
+class ToolInvocation(msgspec.Struct, frozen=True, tag=True):
+    """One call the model made: its id, the tool's name, and the arguments as raw JSON text."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+class RunTools(msgspec.Struct, frozen=True, tag=True):
+    """Run the calls of one model step. ``reply_to`` is the address name that hears about them.
+
+    Exactly one `ToolsFinished` answers it, with one outcome per call in the order of ``calls``.
+    """
+
+    batch_id: str
+    calls: tuple[ToolInvocation, ...]
+    reply_to: str
+
+
+class ToolCallBegan(msgspec.Struct, frozen=True, tag=True):
+    """A call has been allowed and its tool has started running."""
+
+    batch_id: str
+    call_id: str
+    tool: str
+
+
+class ToolsFinished(msgspec.Struct, frozen=True, tag=True):
+    """Every call of a batch has an outcome (result, error, denied, invalid, timed_out, aborted or crashed),
+    in the order of the calls. Told exactly once per `RunTools`, whatever the tools did."""
+
+    batch_id: str
+    outcomes: tuple[ToolOutcome, ...]
+
+
+class AbortTools(msgspec.Struct, frozen=True, tag=True):
+    """The turn is cancelled: stop the batch's calls. Calls that end within the abort grace keep their
+    outcome; the others are recorded ``aborted``; what still runs at the kill deadline is killed."""
+
+    batch_id: str
+
+
+class ToolAbandoned(msgspec.Struct, frozen=True, tag=True):
+    """A call's tool could not be stopped (a worker thread cannot be interrupted) and was left to finish in
+    the background; whatever it returns is discarded."""
+
+    batch_id: str
+    call_id: str
+    tool: str
+    reason: str
+
+
+class RunCall(msgspec.Struct, frozen=True, tag=True):
+    """Told to a ToolActor to start its call; the first message it handles."""
+
+    call_id: str
+
+
+class AbortCall(msgspec.Struct, frozen=True, tag=True):
+    """Told to a ToolActor to ask its call to stop early (the soft abort): its abort event is set."""
+
+    call_id: str
+
+
+class KillCall(msgspec.Struct, frozen=True, tag=True):
+    """Told to a ToolActor to end its call now (the hard kill): its job is cancelled, a process group is
+    killed, and the actor stops without reporting an outcome."""
+
+    call_id: str
+
+
+class CallStarted(msgspec.Struct, frozen=True, tag=True):
+    """Told by a ToolActor (at address name ``actor``) to its supervisor once its call is running."""
+
+    actor: str
+    batch_id: str
+    call_id: str
+
+
+class CallFinished(msgspec.Struct, frozen=True, tag=True):
+    """Told by a ToolActor (at address name ``actor``) to its supervisor with its call's outcome.
+
+    ``abandoned`` says the tool's worker thread was left running (a thread tool that timed out or was
+    aborted).
+    """
+
+    actor: str
+    batch_id: str
+    call_id: str
+    outcome: ToolOutcome
+    abandoned: bool = False
