@@ -1,0 +1,172 @@
+"""The host: many sessions in one process, passivation, a turn limit, shutdown with turns in flight, and
+the blocking and trio facades."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from sampler import UserMessage
+from sampler.fake import FakeProvider, Fault, FaultPlan, Script
+from shell import events as ev
+from shell.config import Settings, load_settings
+from shell.credentials import StaticKey
+from shell.facade import Host, open_host
+from shell.host import AgentHost, HostError
+from tests.actors.conftest import system_threads
+
+
+def settings_for(provider: FakeProvider, tmp_path: Path, **env: str) -> Settings:
+    return load_settings(
+        environ={
+            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
+            "TURNKEEP_PROVIDER__MODEL": "fake-model",
+            "TURNKEEP_STORE__PATH": str(tmp_path / "store.db"),
+            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
+            "TURNKEEP_TIMEOUTS__IDLE": "10",
+            **env,
+        }
+    )
+
+
+KEY = StaticKey(env_var="K", environ={"K": "sk-host-test-1234"})
+
+
+def test_a_blocking_session_streams_a_turn_and_remembers_it(tmp_path: Path) -> None:
+    before = system_threads()
+    with (
+        FakeProvider(Script.echo()) as provider,
+        Host(settings_for(provider, tmp_path), credentials=KEY) as host,
+    ):
+        session = host.open(tmp_path / "ws")
+        events = list(session.prompt("hello host"))
+        second = session.run("and again")
+        history = session.history()
+    assert isinstance(events[0], ev.TurnStarted)
+    assert isinstance(events[-1], ev.TurnCompleted)
+    assert any(isinstance(e, ev.TextDelta) for e in events)
+    assert isinstance(second, ev.TurnCompleted) and second.turn == 2
+    assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["hello host", "and again"]
+    assert system_threads() - before == set()
+
+
+def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_path: Path) -> None:
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_HOST__PASSIVATE_AFTER="0.2")
+        with Host(settings, credentials=KEY) as host:
+            session = host.open(tmp_path / "ws")
+            session.run("first words")
+            deadline = time.monotonic() + 10
+            while host.agent_host.active() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert host.agent_host.active() == []
+            threads_while_passive = {t.name for t in threading.enumerate()}
+            assert not any(
+                name.startswith(f"actor:host/session/{session.id}") for name in threads_while_passive
+            )
+            reply = session.run("second words")
+            history = session.history()
+    assert isinstance(reply, ev.TurnCompleted) and reply.turn == 2
+    assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["first words", "second words"]
+
+
+def test_turns_beyond_the_limit_wait_in_order_and_do_not_fail(tmp_path: Path) -> None:
+    faults = FaultPlan.scripted([Fault.stall(seconds=0.3, after_chunks=2)] * 2)
+    with FakeProvider(Script.echo(), faults=faults) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_HOST__MAX_CONCURRENT_TURNS="1")
+        with Host(settings, credentials=KEY) as host:
+            sessions = [host.open(tmp_path / f"ws{n}") for n in range(3)]
+            starts: list[tuple[float, str]] = []
+            ends: list[tuple[float, str]] = []
+
+            def drive(session: Any) -> None:
+                for event in session.prompt("go"):
+                    if isinstance(event, ev.TurnStarted):
+                        starts.append((time.monotonic(), session.id))
+                    elif isinstance(event, ev.TERMINAL_EVENTS):
+                        ends.append((time.monotonic(), session.id))
+                        assert isinstance(event, ev.TurnCompleted)
+
+            workers = [threading.Thread(target=drive, args=(s,)) for s in sessions]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join(30)
+            peak = host.agent_host.gate.running
+    assert len(ends) == 3
+    # One at a time: every turn started after the previous one ended.
+    order = sorted(starts + ends)
+    kinds = ["start" if item in starts else "end" for item in order]
+    assert kinds == ["start", "end"] * 3
+    assert peak == 0
+
+
+def test_shutdown_with_turns_in_flight_ends_them_as_aborted_and_keeps_them(tmp_path: Path) -> None:
+    faults = FaultPlan.scripted([Fault.stall(after_chunks=3, hang=True)] * 2)
+    before = system_threads()
+    with FakeProvider(Script.text("a long answer that hangs"), faults=faults) as provider:
+        settings = settings_for(provider, tmp_path)
+        host = AgentHost(settings, credentials=KEY)
+        addresses = [host.open(tmp_path / f"ws{n}", session_id=f"s{n}") for n in range(2)]
+        inboxes = []
+        import queue
+
+        from shell.messages import Subscribe, UserPrompt
+
+        for address in addresses:
+            inbox: queue.Queue[Any] = queue.Queue()
+            address.ask(Subscribe(inbox))
+            address.ask(UserPrompt("talk"))
+            inboxes.append(inbox)
+        for inbox in inboxes:
+            while not isinstance(inbox.get(timeout=10), ev.TextDelta):
+                pass
+        host.shutdown()
+        ends = []
+        for inbox in inboxes:
+            event = inbox.get(timeout=10)
+            while not isinstance(event, ev.TERMINAL_EVENTS):
+                event = inbox.get(timeout=10)
+            ends.append(event)
+    assert [e.reason for e in ends] == ["aborted", "aborted"]
+    from shell.store import SessionStore
+
+    with SessionStore.open(tmp_path / "store.db") as store:
+        for n in range(2):
+            assert [e.type for e in store.load_events(f"s{n}")][-1] == "TurnCancelled"
+            assert store.get_session(f"s{n}").status == "idle"
+    assert system_threads() - before == set()
+    with pytest.raises(HostError):
+        host.open(tmp_path / "late")
+
+
+def test_resume_continues_a_stored_session_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path)
+        with Host(settings, credentials=KEY) as host:
+            first = host.open(tmp_path / "ws", session_id="keep")
+            first.run("one")
+        with Host(settings, credentials=KEY) as host:
+            again = host.resume("keep")
+            reply = again.run("two")
+            with pytest.raises(HostError, match="no session 'nope'"):
+                host.resume("nope")
+            listed = [record.id for record in host.sessions()]
+    assert reply.turn == 2
+    assert listed == ["keep"]
+
+
+@pytest.mark.trio
+async def test_the_trio_facade_streams_events(tmp_path: Path) -> None:
+    with FakeProvider(Script.text("from trio")) as provider:
+        async with open_host(settings_for(provider, tmp_path), credentials=KEY) as host:
+            session = await host.open(tmp_path / "ws")
+            events = [event async for event in session.prompt("hi")]
+    assert isinstance(events[-1], ev.TurnCompleted)
+    assert events[-1].text == "from trio"
+    await trio.lowlevel.checkpoint()
