@@ -164,7 +164,7 @@ def run(*, sessions: int = 8, profile: str = "light", seed: int = 1) -> int:
                     "TURNKEEP_TOOLS__ALLOW": "shell,write_file,edit_file,read_file,list_dir",
                     "TURNKEEP_WINDOW__CONTEXT_WINDOW": "2100",
                     "TURNKEEP_WINDOW__MAX_OUTPUT_TOKENS": "500",
-                "TURNKEEP_COMPACTION__KEEP_RECENT_TURNS": "1",
+                    "TURNKEEP_COMPACTION__KEEP_RECENT_TURNS": "1",
                 }
             )
             credential = OAuthCredential(provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="demo-token")

@@ -45,7 +45,8 @@ class Grant(msgspec.Struct, frozen=True):
 class TokenBook:
     """Counts the uses of each access token and issues new ones. Thread-safe."""
 
-    def __init__(self, expiry: TokenExpiry | None) -> None:
+    def __init__(self, expiry: TokenExpiry | None, *, require_key: bool = True) -> None:
+        self._require_key = require_key
         self._limit = expiry.requests_per_token if expiry is not None else None
         self._expires_in = expiry.expires_in if expiry is not None else 3600
         self._rotate = expiry.rotate_refresh_token if expiry is not None else False
@@ -58,7 +59,7 @@ class TokenBook:
     def admit(self, token: str | None) -> Verdict:
         """Whether a model call carrying `token` may go on; an admitted call uses the token once."""
         if not token:
-            return "missing"
+            return "missing" if self._require_key else "ok"
         with self._lock:
             if token in self._expired:
                 return "expired"

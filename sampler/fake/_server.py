@@ -46,6 +46,8 @@ class FakeProvider:
       the wire's JSON error (`"json"`).
     - `max_images`: a request with more image parts gets a 400 "invalid image" error (0 rejects any).
     - `token_expiry`: access tokens wear out after some requests (see `TokenExpiry`).
+    - `require_key`: refuse model calls without a credential (401), as hosted providers do; always on
+      with `token_expiry`. Without either, calls need no key, as a local server.
     - `events_per_write`: stream events coalesced into one HTTP chunk (1 = one chunk per event).
 
     `start()` returns once the socket listens; `stop()` returns once the server thread has ended. Both
@@ -69,6 +71,7 @@ class FakeProvider:
         too_large_style: Literal["html", "json"] = "html",
         max_images: int | None = None,
         token_expiry: TokenExpiry | None = None,
+        require_key: bool = False,
         events_per_write: int = 1,
     ) -> None:
         if chunk_chars < 1 or events_per_write < 1:
@@ -94,7 +97,7 @@ class FakeProvider:
             settings,
             self._scripts,
             FaultDecider(faults or FaultPlan.none()),
-            TokenBook(token_expiry),
+            TokenBook(token_expiry, require_key=require_key or token_expiry is not None),
             self._stats,
         )
         self._state: _State = "new"

@@ -30,8 +30,14 @@ def refresh(provider, refresh_token, as_json=False):
     return httpx.post(provider.token_url, data=grant)
 
 
-def test_any_token_is_accepted_by_default_but_none_is_not(start_provider):
+def test_any_token_or_none_is_accepted_by_default(start_provider):
     provider = start_provider()
+    assert post(provider, OPENAI, "whatever").status_code == 200
+    assert httpx.post(provider.base_url + OPENAI, json=body()).status_code == 200
+
+
+def test_with_require_key_any_token_is_accepted_but_none_is_not(start_provider):
+    provider = start_provider(require_key=True)
     assert post(provider, OPENAI, "whatever").status_code == 200
     assert (
         httpx.post(provider.base_url + ANTHROPIC, json=body(), headers={"x-api-key": "k"}).status_code == 200
