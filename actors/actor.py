@@ -75,8 +75,9 @@ class Actor(pykka.ThreadingActor):
       :class:`~actors.UnhandledMessage`, and the actor keeps running;
     * a handler may raise :class:`~actors.Refuse` to answer with an error and keep running;
     * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
-      exception, the incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages
-      still queued wait for the next incarnation, and the supervisor applies its strategy;
+      exception (a told message is recorded as a dead letter), the incarnation ends at once (``on_stop``
+      does not run, ``on_failure`` does), messages still queued wait for the next incarnation, and the
+      supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
 
     Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
@@ -218,6 +219,10 @@ class Actor(pykka.ThreadingActor):
         except BaseException as exc:
             if ask is not None:
                 ask.fail(exc)
+            else:
+                # A told message whose handling crashed the actor is not retried; it is recorded.
+                reason = f"the actor crashed while handling it: {exc!r}"
+                tk.system.dead_letters.record(tk.address.name, message, reason)
             self._end(ExitReason.CRASHED, exc, f"crashed on {type(message).__name__}")
             raise _Crashed from None
         if ask is not None:

@@ -80,6 +80,9 @@ class Address:
 
     def tell(self, message: Any) -> None:
         """Send ``message`` without waiting; it is handled, or recorded as a dead letter."""
+        self._send(message, activate=True)
+
+    def _send(self, message: Any, *, activate: bool) -> None:
         with self._lock:
             state = self._state
             if state is _State.RUNNING:
@@ -92,7 +95,7 @@ class Address:
             elif state is _State.BUFFERING:
                 self._pending.append((time.monotonic(), message))
                 return
-            elif state is _State.STOPPED and self._activator is not None:
+            elif state is _State.STOPPED and activate and self._activator is not None:
                 self._state = _State.BUFFERING
                 self._pending.append((time.monotonic(), message))
                 activator = self._activator
@@ -220,7 +223,7 @@ class Address:
             watchers = list(self._watchers)
         notice = Down(address=self.name, reason=reason, error=error, incarnation=incarnation)
         for watcher in watchers:
-            watcher.tell(notice)
+            watcher._send(notice, activate=False)  # a notice does not wake a passivated watcher
 
 
 class _Internal:

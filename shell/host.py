@@ -261,8 +261,10 @@ class AgentHost:
         with session.lock:
             if not session.active:
                 return
-            session.active = False
-            self.system.stop(self._name(session.record_id), parent=self.supervisor)
+            try:
+                self.system.stop(self._name(session.record_id), parent=self.supervisor)
+            finally:
+                session.active = False
 
     def _reactivate(self, session_id: str) -> None:
         """Called on the sender's thread: start the subtree on a thread of its own."""

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from actors import Actor, ActorError, Address, AskTimeout, handles
+from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, handles
 from sampler import (
     AssistantMessage,
     Cancelled,
@@ -42,6 +42,7 @@ from tool_bridge.messages import (
     ToolsFinished,
 )
 from tool_bridge.permissions import PermissionDecision, PermissionRequested
+from tool_bridge.results import ToolOutcome, ToolStatus
 
 from . import events as ev
 from ._gate import GateOpen, TurnGate
@@ -193,6 +194,8 @@ class SessionActor(Actor):
 
     def on_start(self) -> None:
         rt = self._rt
+        for sibling in ("sampler", "tools"):
+            self.system.watch(self._sibling(sibling), self.address)
         if rt.next_turn is None:
             record = self._chat(GetStatus())
             rt.next_turn = record.current_turn + 1
@@ -370,6 +373,37 @@ class SessionActor(Actor):
         if turn is None or turn.phase != "tools" or turn.batch_id != message.batch_id:
             return
         self._guard(lambda: self._tools_finished(turn, message))
+
+    @handles(Down)
+    def _on_down(self, message: Down) -> None:
+        """A sibling's incarnation ended. A message it was handling may be lost with it, so the step in
+        flight is sent again (sampler) or its calls are recorded as crashed (tools)."""
+        turn = self._rt.turn
+        if turn is None or message.reason is ExitReason.NORMAL:
+            return
+        which = message.address.rsplit("/", 1)[-1]
+        if which == "sampler" and turn.phase in ("sampling", "compacting"):
+            if turn.cancelling is not None:
+                self._guard(
+                    lambda: self._finish(
+                        ev.TurnCancelled(self._opts.session_id, turn.number, turn.cancelling or "")
+                    )
+                )
+                return
+            self._sibling("sampler").tell(CancelSample(turn.request_id))
+            self._guard(self._resubmit)
+        elif which == "tools" and turn.phase == "tools":
+            outcomes = tuple(
+                ToolOutcome(
+                    call_id,
+                    call.name,
+                    f"the tool runner crashed: {message.error!r}",
+                    True,
+                    ToolStatus.CRASHED,
+                )
+                for call_id, call in turn.calls.items()
+            )
+            self._guard(lambda: self._tools_finished(turn, ToolsFinished(turn.batch_id, outcomes)))
 
     # -- internal ------------------------------------------------------------------------------------
 

@@ -81,28 +81,25 @@ def test_turns_beyond_the_limit_wait_in_order_and_do_not_fail(tmp_path: Path) ->
         settings = settings_for(provider, tmp_path, TURNKEEP_HOST__MAX_CONCURRENT_TURNS="1")
         with Host(settings, credentials=KEY) as host:
             sessions = [host.open(tmp_path / f"ws{n}") for n in range(3)]
-            starts: list[tuple[float, str]] = []
-            ends: list[tuple[float, str]] = []
-
-            def drive(session: Any) -> None:
-                for event in session.prompt("go"):
-                    if isinstance(event, ev.TurnStarted):
-                        starts.append((time.monotonic(), session.id))
-                    elif isinstance(event, ev.TERMINAL_EVENTS):
-                        ends.append((time.monotonic(), session.id))
-                        assert isinstance(event, ev.TurnCompleted)
-
-            workers = [threading.Thread(target=drive, args=(s,)) for s in sessions]
+            outcomes: list[Any] = []
+            workers = [threading.Thread(target=lambda s=s: outcomes.append(s.run("go"))) for s in sessions]
             for worker in workers:
                 worker.start()
             for worker in workers:
                 worker.join(30)
             peak = host.agent_host.gate.running
-    assert len(ends) == 3
-    # One at a time: every turn started after the previous one ended.
-    order = sorted(starts + ends)
-    kinds = ["start" if item in starts else "end" for item in order]
-    assert kinds == ["start", "end"] * 3
+    assert [type(o) for o in outcomes] == [ev.TurnCompleted] * 3
+    # One at a time: as persisted, every turn started after the previous one ended.
+    from shell.store import SessionStore
+
+    with SessionStore.open(tmp_path / "store.db") as store:
+        marks = sorted(
+            (e.created_at, e.type)
+            for s in sessions
+            for e in store.load_events(s.id)
+            if e.type in ("TurnStarted", "TurnCompleted")
+        )
+    assert [kind for _, kind in marks] == ["TurnStarted", "TurnCompleted"] * 3
     assert peak == 0
 
 

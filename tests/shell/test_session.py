@@ -232,3 +232,33 @@ def test_a_process_restart_resumes_from_the_store(tmp_path: Path, leak_check: No
     ) in stored
     texts = [m.parts[0].text for m in second.stored_history() if isinstance(m, UserMessage)]
     assert texts == ["remember the word kiwi", "what was the word?"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_sampler_crash_on_the_step_request_is_ridden_out(
+    tmp_path: Path, leak_check: None, seed: int
+) -> None:
+    from sampler import Sample
+
+    chaos = SessionChaos(sampler=ChaosPolicy(seed=seed, crash_probability=0.5, crash_on=(Sample,)))
+    with FakeProvider(WRITE_THEN_ANSWER) as provider:
+        harness = Harness(tmp_path, provider, chaos=chaos)
+        session = harness.open()
+        events = harness.turn(session, "write notes")
+        crashes = harness.system.metrics().get("chaos_crashes", 0)
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    assert len(harness.stored_history()) == 6
+    assert crashes >= 1
+
+
+def test_a_tool_actor_crash_is_an_error_result_and_the_turn_goes_on(tmp_path: Path, leak_check: None) -> None:
+    chaos = SessionChaos(tools=ChaosPolicy(seed=1, crash_probability=1.0))
+    with FakeProvider(WRITE_THEN_ANSWER) as provider:
+        harness = Harness(tmp_path, provider, chaos=chaos)
+        session = harness.open()
+        events = harness.turn(session, "write notes")
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted)
+    finished = of(events, ev.ToolCallFinished)
+    assert finished and all(f.is_error and f.status == "crashed" for f in finished)
