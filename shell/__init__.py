@@ -27,7 +27,7 @@ from .host import AgentHost, HostError
 from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
 from .session import SessionActor, SessionOptions
 from .session_tree import SessionChaos, SessionParts, session_spec
-from .store import SessionRecord, SessionStore, StoreError
+from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -65,6 +65,7 @@ __all__ = [
     "Settings",
     "StaticKey",
     "StoreError",
+    "StoreUnavailable",
     "Subscribe",
     "TextDelta",
     "ToolCallFinished",
@@ -78,5 +79,6 @@ __all__ = [
     "event_to_json_dict",
     "load_settings",
     "open_host",
+    "open_store",
     "session_spec",
 ]

@@ -1,26 +1,43 @@
-"""The versioned layout of the session store file and the migrations between versions.
+"""The versioned layout of the session store and the migrations between versions, for each backend.
 
-``PRAGMA user_version`` holds the version of the layout a file has; ``PRAGMA application_id`` marks the
-file as a turnkeep store. Version *n* is reached from version *n - 1* by ``MIGRATIONS[n - 1]``, applied in
-one transaction together with the new ``user_version``, so a file is always at exactly one version.
+Both backends go through the same versions; version *n* is reached from version *n - 1* by the statements
+``SQLITE_MIGRATIONS[n - 1]`` or ``POSTGRES_MIGRATIONS[n - 1]``, applied in one transaction together with the
+new version number, so a store is always at exactly one version.
 
 - Version 1: sessions, messages and events, each keyed by session and a per-session sequence number.
 - Version 2: compaction. Messages gain ``replaced_by`` (the summary that replaced them in the projection),
   ``is_summary`` and ``position`` (their place in the projection, which a summary takes over from the
   first message it replaces); sessions gain ``learned_window``.
+
+Where the version is kept: in SQLite, ``PRAGMA user_version``, with ``PRAGMA application_id`` marking the
+file as a turnkeep store; in PostgreSQL, the one row of the marker table ``turnkeep_store``
+(``application``, ``schema_version``), in the schema the store's tables live in.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "migrate", "pending"]
+__all__ = [
+    "APPLICATION",
+    "APPLICATION_ID",
+    "MARKER_TABLE",
+    "POSTGRES_MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SQLITE_MIGRATIONS",
+    "pending",
+]
 
 APPLICATION_ID = 0x544B5353
-"""The ``application_id`` of a turnkeep store file ("TKSS")."""
+"""The ``application_id`` of a turnkeep SQLite store file ("TKSS")."""
 
-_V1 = (
+MARKER_TABLE = "turnkeep_store"
+"""The PostgreSQL table whose one row marks a schema as a turnkeep store and holds its version."""
+
+APPLICATION = "turnkeep"
+"""The ``application`` of the marker row."""
+
+_SQLITE_V1 = (
     f"PRAGMA application_id = {APPLICATION_ID}",
     """
     CREATE TABLE sessions (
@@ -58,7 +75,7 @@ _V1 = (
     "CREATE INDEX sessions_by_created ON sessions (created_at, id)",
 )
 
-_V2 = (
+_SQLITE_V2 = (
     "ALTER TABLE messages ADD COLUMN replaced_by INTEGER",
     "ALTER TABLE messages ADD COLUMN is_summary INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE messages ADD COLUMN position INTEGER NOT NULL DEFAULT 0",
@@ -67,32 +84,67 @@ _V2 = (
     "CREATE INDEX messages_projection ON messages (session_id, replaced_by, position, seq)",
 )
 
-MIGRATIONS: tuple[Sequence[str], ...] = (_V1, _V2)
-"""The SQL statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
+_POSTGRES_V1 = (
+    f"CREATE TABLE {MARKER_TABLE} (application TEXT NOT NULL, schema_version INTEGER NOT NULL)",
+    f"INSERT INTO {MARKER_TABLE} (application, schema_version) VALUES ('{APPLICATION}', 0)",
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        workspace TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'idle',
+        current_turn BIGINT NOT NULL DEFAULT 0,
+        meta TEXT NOT NULL DEFAULT '{}'
+    )
+    """,
+    """
+    CREATE TABLE messages (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq BIGINT NOT NULL,
+        turn BIGINT NOT NULL,
+        body BYTEA NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )
+    """,
+    """
+    CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq BIGINT NOT NULL,
+        turn BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        body BYTEA NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )
+    """,
+    "CREATE INDEX sessions_by_created ON sessions (created_at, id)",
+)
 
-SCHEMA_VERSION = len(MIGRATIONS)
+_POSTGRES_V2 = (
+    "ALTER TABLE messages ADD COLUMN replaced_by BIGINT",
+    "ALTER TABLE messages ADD COLUMN is_summary BOOLEAN NOT NULL DEFAULT FALSE",
+    "ALTER TABLE messages ADD COLUMN position BIGINT NOT NULL DEFAULT 0",
+    "UPDATE messages SET position = seq",
+    "ALTER TABLE sessions ADD COLUMN learned_window BIGINT",
+    "CREATE INDEX messages_projection ON messages (session_id, replaced_by, position, seq)",
+)
+
+SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2)
+"""The SQLite statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
+
+POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (_POSTGRES_V1, _POSTGRES_V2)
+"""The PostgreSQL statements that take a schema from version ``i`` to version ``i + 1``, for each ``i``."""
+
+SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 """The version this code reads and writes."""
+
+if len(POSTGRES_MIGRATIONS) != SCHEMA_VERSION:  # pragma: no cover - a mistake in this file
+    raise AssertionError("every backend must have a migration to every version")
 
 
 def pending(version: int) -> range:
-    """The versions a file at ``version`` still has to be migrated to, in order."""
+    """The versions a store at ``version`` still has to be migrated to, in order."""
     return range(version + 1, SCHEMA_VERSION + 1)
-
-
-def migrate(connection: sqlite3.Connection, target: int) -> None:
-    """Take the file from ``target - 1`` to ``target`` in one transaction; on error nothing changes.
-
-    ``connection`` must be in autocommit mode (``isolation_level=None``) and outside a transaction. The
-    version is re-read under the write lock, so two processes opening the same file migrate it once.
-    """
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        if version == target - 1:
-            for statement in MIGRATIONS[target - 1]:
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {int(target)}")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")

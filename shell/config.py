@@ -50,6 +50,8 @@ _PREFIX = "TURNKEEP_"
 _CONFIG_ENV = "TURNKEEP_CONFIG"
 _MAX_ATTEMPTS_ENV = "TURNKEEP_MAX_ATTEMPTS_PER_STEP"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STORE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_STORE_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -286,7 +288,12 @@ class ToolSettings(_Section, frozen=True):
 
 
 class StoreSettings(_Section, frozen=True):
-    """Where sessions are persisted; ``path`` has ``~`` expanded."""
+    """Where sessions are persisted.
+
+    ``path`` is a file path (``~`` expanded) or ``sqlite://PATH`` for a SQLite file, or a
+    ``postgresql://`` (or ``postgres://``) URL for a PostgreSQL database, as :func:`shell.store.open_store`
+    takes them; a URL of any other scheme is refused.
+    """
 
     _name = "store"
     path: str = "~/.local/share/turnkeep/sessions.db"
@@ -294,8 +301,15 @@ class StoreSettings(_Section, frozen=True):
 
     def __post_init__(self) -> None:
         if not (isinstance(self.path, str) and self.path.strip()):
-            raise self._fail("path", f"must be a file path, got {self.path!r}")
-        msgspec.structs.force_setattr(self, "path", os.path.expanduser(self.path))
+            raise self._fail("path", f"must be a file path or a store URL, got {self.path!r}")
+        scheme = _STORE_URL.match(self.path)
+        if scheme is None:
+            msgspec.structs.force_setattr(self, "path", os.path.expanduser(self.path))
+        elif scheme[1].lower() not in _STORE_SCHEMES:
+            # Only the scheme is shown: the rest of a URL may hold a password.
+            raise self._fail(
+                "path", f"must be a path, sqlite://PATH or postgresql://..., got a {scheme[1]}:// URL"
+            )
 
 
 class HostSettings(_Section, frozen=True):

@@ -23,7 +23,7 @@ from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
 from .session import SessionOptions, SessionRuntime
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec
-from .store import SessionNotFound, SessionRecord, SessionStore
+from .store import SessionNotFound, SessionRecord, open_store
 
 __all__ = ["AgentHost", "HostError", "credentials_from_settings"]
 
@@ -93,7 +93,7 @@ class AgentHost:
         self._chaos = chaos or SessionChaos()
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
-        self.store = SessionStore.open(Path(settings.store.path), synchronous=settings.store.synchronous)
+        self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
@@ -123,7 +123,7 @@ class AgentHost:
         try:
             record = self.store.get_session(session_id)
         except SessionNotFound as exc:
-            raise HostError(f"there is no session {session_id!r} in {self.store.path}") from exc
+            raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
         return self._activate(session_id, Path(record.workspace))
 
     def list_sessions(self) -> list[SessionRecord]:

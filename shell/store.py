@@ -1,41 +1,54 @@
-"""The session store: sessions, their message history and their event log, in one SQLite file.
+"""The session store: sessions, their message history and their event log, in SQLite or PostgreSQL.
 
-Durability: every write is committed before the method returns. The file is in WAL mode; with
+Backends: :func:`open_store` (or :meth:`SessionStore.open`) takes a *target*. A file path, or a URL
+``sqlite://PATH``, opens one SQLite file, the embedded default. A URL ``postgresql://…`` (or
+``postgres://…``, any libpq connection URL) opens a PostgreSQL database through psycopg, which comes with
+``turnkeep[postgres]``; the store's tables live in the connection's current schema (the first existing
+schema of its ``search_path``, ``public`` unless the URL says otherwise, e.g. with
+``?options=-csearch_path%3Dturnkeep``). Both backends have the same methods, records, errors, schema
+versions and guarantees.
+
+Durability: every write is committed before the method returns. SQLite is in WAL mode; with
 ``synchronous="NORMAL"`` a crash of the process loses nothing committed (a power cut may lose the last
-commits), ``"FULL"`` makes each commit survive a power cut too.
+commits), ``"FULL"`` makes each commit survive a power cut too. In PostgreSQL, ``"NORMAL"`` leaves
+``synchronous_commit`` as the server has it, ``"FULL"`` sets it to ``on`` for the store's connections, so
+each commit is on the server's disk before the method returns.
 
-Concurrency: a :class:`SessionStore` owns one connection (``check_same_thread=False``) behind a lock, so
-its methods may be called from any number of threads; each holds the lock for one short transaction. Other
-processes (or other stores on the same file) wait up to ``busy_timeout`` seconds for the write lock instead
-of failing with "database is locked".
+Concurrency: a store may be used from any number of threads. SQLite: one connection behind a lock; each
+call holds it for one short transaction, and other processes (or other stores on the same file) wait up to
+``busy_timeout`` seconds for the write lock instead of failing. PostgreSQL: a pool of at most
+``pool_size`` connections, each serving one call at a time (a call waits for a free one); writes to one
+session are serialised by a lock on its row, writes to different sessions run in parallel, and a lock
+held elsewhere for longer than ``busy_timeout`` seconds fails the call with :class:`StoreBusy`.
 
 Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
-:func:`shell._secrets.redact` first, so no API key or token reaches the file.
+:func:`shell._secrets.redact` first, so no API key or token reaches the database.
 
 Errors are :class:`StoreError` subclasses. The store never deletes or rewrites anything it cannot read: a
-file that is not a session store, or a row that cannot be decoded, raises :class:`StoreCorrupt`, and a file
-from a newer version of turnkeep raises :class:`StoreVersionError`.
+database that is not a session store, or a row that cannot be decoded, raises :class:`StoreCorrupt`, and
+one from a newer version of turnkeep raises :class:`StoreVersionError`.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
+import os
+import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
+from urllib.parse import unquote
 
 import msgspec
 
 from sampler.messages import Message
 
-from . import _schema
 from ._secrets import redact
 
 __all__ = [
+    "Backend",
     "CompactionRejected",
     "SessionClosed",
     "SessionExists",
@@ -47,15 +60,20 @@ __all__ = [
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreUnavailable",
     "StoreVersionError",
     "StoredEvent",
     "StoredMessage",
+    "open_store",
 ]
 
 SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed"]
 """``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good."""
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
+Backend: TypeAlias = Literal["sqlite", "postgresql"]
+"""The kind of database a store keeps its data in."""
+
+_DEFAULT_POOL_SIZE = 4
 
 
 # --- Errors -----------------------------------------------------------------------------------------------
@@ -66,31 +84,60 @@ class StoreError(Exception):
 
 
 class StoreCorrupt(StoreError):
-    """The file is not a turnkeep session store, or a row in it cannot be decoded.
+    """The database is not a turnkeep session store, or a row in it cannot be decoded.
 
-    ``path`` is the file; ``session_id`` and ``seq`` name the bad row when one is to blame (``seq`` is a
-    message seq, an event seq, or None for the session row itself). Nothing has been changed on disk.
+    ``location`` says where the store is (the file, or the URL without its password); ``path`` is the file
+    of a SQLite store, None for PostgreSQL. ``session_id`` and ``seq`` name the bad row when one is to blame
+    (``seq`` is a message seq, an event seq, or None for the session row itself). Nothing has been changed.
     """
 
-    def __init__(self, message: str, *, path: Path, session_id: str | None = None, seq: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        location: str | None = None,
+        session_id: str | None = None,
+        seq: int | None = None,
+    ):
         super().__init__(message)
         self.path = path
+        self.location = location if location is not None else str(path or "")
         self.session_id = session_id
         self.seq = seq
 
 
 class StoreVersionError(StoreError):
-    """The file was written by a newer turnkeep (schema ``found``) than this one (``supported``)."""
+    """The store was written by a newer turnkeep (schema ``found``) than this one (``supported``).
 
-    def __init__(self, message: str, *, path: Path, found: int, supported: int):
+    ``location`` and ``path`` are as for :class:`StoreCorrupt`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        location: str | None = None,
+        found: int,
+        supported: int,
+    ):
         super().__init__(message)
         self.path = path
+        self.location = location if location is not None else str(path or "")
         self.found = found
         self.supported = supported
 
 
 class StoreBusy(StoreError):
-    """Another process held the file's write lock for longer than ``busy_timeout``."""
+    """Another process or connection held a lock the call needed for longer than ``busy_timeout``."""
+
+
+class StoreUnavailable(StoreError):
+    """The PostgreSQL server cannot be reached, or the connection to it was lost during the call.
+
+    A write that fails this way may or may not have been committed; the next call opens a new connection.
+    """
 
 
 class StoreClosed(StoreError):
@@ -158,6 +205,47 @@ class StoredEvent(msgspec.Struct, frozen=True):
     created_at: float
 
 
+# --- What a backend provides ------------------------------------------------------------------------------
+
+
+class _Db(Protocol):
+    """One connection inside a call; SQL uses ``?`` placeholders and no ``%``."""
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute a statement that returns no rows; returns the number of rows it changed."""
+        ...
+
+
+class _Backend(Protocol):
+    """A database holding the store's tables at the current schema version, ready for use."""
+
+    @property
+    def kind(self) -> Backend: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def row_lock(self) -> str:
+        """What follows a ``SELECT`` of a session's row in a write to lock the row until commit."""
+        ...
+
+    def read(self) -> AbstractContextManager[_Db]:
+        """A connection for reads, translating driver errors to :class:`StoreError`."""
+        ...
+
+    def write(self) -> AbstractContextManager[_Db]:
+        """A connection in a transaction that commits when the block ends, and rolls back on error."""
+        ...
+
+    def close(self) -> None: ...
+
+
 # --- Encoding ---------------------------------------------------------------------------------------------
 
 _message_decoder = msgspec.json.Decoder(Message)
@@ -191,73 +279,157 @@ def _event_type(event: msgspec.Struct) -> str:
 _SESSION_COLUMNS = "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta"
 
 
+# --- Targets ----------------------------------------------------------------------------------------------
+
+_URL_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEMES: dict[str, Backend] = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
+
+
+def _resolve(target: str | os.PathLike[str]) -> Path | str:
+    """The SQLite file ``target`` names, or the URL of the PostgreSQL database it names."""
+    if isinstance(target, os.PathLike):
+        return _sqlite_path(os.fspath(target))
+    if not isinstance(target, str):
+        raise TypeError(f"a store target is a path or a URL string, got {type(target).__name__}")
+    match = _URL_SCHEME.match(target)
+    if match is None:
+        return _sqlite_path(target)
+    scheme = match["scheme"].lower()
+    backend = _SCHEMES.get(scheme)
+    if backend is None:
+        raise ValueError(
+            f"unsupported store URL scheme {scheme!r}: use a path, sqlite://PATH or postgresql://..."
+        )
+    if backend == "postgresql":
+        return target
+    rest = target[match.end() :]
+    if "?" in rest or "#" in rest:
+        raise ValueError("a sqlite:// store URL takes a path only, no query or fragment")
+    if not rest:
+        raise ValueError("a sqlite:// store URL needs a path, as in sqlite:///var/lib/turnkeep/sessions.db")
+    return _sqlite_path(unquote(rest))
+
+
+def _sqlite_path(text: str) -> Path:
+    path = Path(text).expanduser()
+    first = path.parts[0] if path.parts else ""
+    # Path("postgresql://h/db") is "postgresql:/h/db": the URL has lost a "/" and cannot be recovered.
+    if first.endswith(":") and first[:-1].lower() in _SCHEMES:
+        raise ValueError(
+            f"{text!r} looks like a store URL that went through Path(), which drops a '/' from it;"
+            " pass the URL as a string"
+        )
+    return path
+
+
 # --- The store --------------------------------------------------------------------------------------------
 
 
-class SessionStore:
-    """Sessions, their messages and their events, persisted in one SQLite file; safe to share by threads.
+def open_store(
+    target: str | os.PathLike[str],
+    *,
+    synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    busy_timeout: float = 5.0,
+    pool_size: int | None = None,
+) -> SessionStore:
+    """Open the store ``target`` names, creating it if needed; the same as :meth:`SessionStore.open`."""
+    return SessionStore(target, synchronous=synchronous, busy_timeout=busy_timeout, pool_size=pool_size)
 
-    Open one with :meth:`open`; use it as a context manager or call :meth:`close`. Every method that writes
-    has committed when it returns; every method raises :class:`StoreClosed` after :meth:`close`,
-    :class:`SessionNotFound` for an unknown session, and :class:`StoreCorrupt` for a row it cannot decode.
+
+class SessionStore:
+    """Sessions, their messages and their events, in a SQLite file or a PostgreSQL database.
+
+    Safe to share by threads. Open one with :func:`open_store` or :meth:`open`; use it as a context manager
+    or call :meth:`close`. Every method that writes has committed when it returns; every method raises
+    :class:`StoreClosed` after :meth:`close`, :class:`SessionNotFound` for an unknown session, and
+    :class:`StoreCorrupt` for a row it cannot decode.
     """
 
     def __init__(
         self,
-        path: str | Path,
+        target: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
+        pool_size: int | None = None,
     ) -> None:
-        """Open (or create) the store at ``path``; the same as :meth:`open`."""
+        """Open (or create) the store ``target`` names; the same as :meth:`open`."""
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
-        if not busy_timeout >= 0:
+        if not (isinstance(busy_timeout, int | float) and busy_timeout >= 0):
             raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}")
-        self._path = Path(path).expanduser()
-        self._lock = threading.Lock()
-        self._connection: sqlite3.Connection | None = None
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._check_header()
-        connection = sqlite3.connect(
-            self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            with self._translate():
-                self._prepare(connection, synchronous, busy_timeout)
-        except BaseException:
-            connection.close()
-            raise
-        self._connection = connection
+        if pool_size is not None and (
+            isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1
+        ):
+            raise ValueError(f"pool_size must be a whole number >= 1, got {pool_size!r}")
+        where = _resolve(target)
+        self._backend: _Backend
+        if isinstance(where, Path):
+            if pool_size is not None:
+                raise ValueError("pool_size applies to PostgreSQL stores only")
+            from ._store_sqlite import SqliteBackend
+
+            self._backend = SqliteBackend(where, synchronous=synchronous, busy_timeout=busy_timeout)
+        else:
+            try:
+                from ._store_postgres import PostgresBackend
+            except ImportError as error:
+                raise StoreError(
+                    f"a PostgreSQL store needs psycopg 3 ({error}); install turnkeep[postgres]"
+                ) from error
+            self._backend = PostgresBackend(
+                where,
+                synchronous=synchronous,
+                busy_timeout=busy_timeout,
+                pool_size=_DEFAULT_POOL_SIZE if pool_size is None else pool_size,
+            )
 
     @classmethod
     def open(
         cls,
-        path: str | Path,
+        target: str | os.PathLike[str],
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
+        pool_size: int | None = None,
     ) -> SessionStore:
-        """Open the store at ``path``, creating the file and its parent directories if needed.
+        """Open the store ``target`` names, creating it if needed.
 
-        A file of an older schema is migrated (each step in one transaction). Raises
-        :class:`StoreCorrupt` if the file is not a turnkeep session store, :class:`StoreVersionError` if it
-        comes from a newer turnkeep, :class:`StoreBusy` if another process keeps it locked beyond
-        ``busy_timeout`` seconds; in each case the file is left as it was.
+        ``target`` is a file path or ``sqlite://PATH`` (everything after ``sqlite://``, percent-decoded,
+        with ``~`` expanded: ``sqlite:///var/lib/s.db`` is ``/var/lib/s.db``) for SQLite, whose file and
+        parent directories are created; or a ``postgresql://`` URL for PostgreSQL, whose database must
+        exist and whose tables are created. A URL passed through :class:`~pathlib.Path` has lost a
+        ``/`` and is refused with :class:`ValueError`, as are an unknown URL scheme and invalid options.
+
+        ``synchronous`` and ``busy_timeout`` are as the module says; ``pool_size`` (PostgreSQL only,
+        default 4) is the most connections the store holds.
+
+        A store of an older schema is migrated (each step in one transaction). Raises :class:`StoreCorrupt`
+        if the database is not a turnkeep session store, :class:`StoreVersionError` if it comes from a
+        newer turnkeep, :class:`StoreBusy` if another process keeps it locked beyond ``busy_timeout``
+        seconds, :class:`StoreUnavailable` if the PostgreSQL server cannot be reached; in each case the
+        database is left as it was.
         """
-        return cls(path, synchronous=synchronous, busy_timeout=busy_timeout)
+        return cls(target, synchronous=synchronous, busy_timeout=busy_timeout, pool_size=pool_size)
 
     @property
-    def path(self) -> Path:
-        """The store's file."""
-        return self._path
+    def backend(self) -> Backend:
+        """The kind of database the store is in."""
+        return self._backend.kind
+
+    @property
+    def path(self) -> Path | None:
+        """The store's file, for SQLite; None for PostgreSQL."""
+        return self._backend.path
+
+    @property
+    def location(self) -> str:
+        """Where the store is, fit to show: the file path, or the URL without its password."""
+        return self._backend.location
 
     def close(self) -> None:
-        """Close the connection, after any call in progress; calling it again does nothing."""
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        """Close the store's connections, after any call in progress; calling it again does nothing."""
+        self._backend.close()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -267,6 +439,9 @@ class SessionStore:
     ) -> None:
         self.close()
 
+    def __repr__(self) -> str:
+        return f"<SessionStore {self.location}>"
+
     # --- Sessions -----------------------------------------------------------------------------------------
 
     def create_session(
@@ -275,52 +450,53 @@ class SessionStore:
         """Create an idle session at turn 0 and return its record; :class:`SessionExists` if taken."""
         meta_json = _encode(dict(meta or {}))
         now = time.time()
-        with self._write() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
-                raise SessionExists(f"session {session_id!r} already exists")
-            db.execute(
+        with self._backend.write() as db:
+            created = db.run(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, model, status, current_turn,"
-                " learned_window, meta) VALUES (?, ?, ?, ?, ?, 'idle', 0, NULL, ?)",
+                " learned_window, meta) VALUES (?, ?, ?, ?, ?, 'idle', 0, NULL, ?)"
+                " ON CONFLICT (id) DO NOTHING",
                 (session_id, now, now, redact(workspace), redact(model), meta_json.decode()),
             )
+            if not created:
+                raise SessionExists(f"session {session_id!r} already exists")
             row = self._session_row(db, session_id)
         return self._decode_session(row)
 
     def get_session(self, session_id: str) -> SessionRecord:
         """The session's record."""
-        with self._read() as db:
+        with self._backend.read() as db:
             row = self._session_row(db, session_id)
         return self._decode_session(row)
 
     def list_sessions(self) -> list[SessionRecord]:
         """Every session, closed ones included, oldest first."""
-        with self._read() as db:
-            rows = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id").fetchall()
+        with self._backend.read() as db:
+            rows = db.query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id")
         return [self._decode_session(row) for row in rows]
 
     def close_session(self, session_id: str) -> None:
         """Mark the session closed; it stays readable. Closing a closed session does nothing."""
-        with self._write() as db:
-            self._session_row(db, session_id)
-            db.execute(
+        with self._backend.write() as db:
+            self._session_row(db, session_id, lock=True)
+            db.run(
                 "UPDATE sessions SET status = 'closed', updated_at = ? WHERE id = ? AND status != 'closed'",
                 (time.time(), session_id),
             )
 
     def begin_turn(self, session_id: str, turn: int) -> None:
         """Record that ``turn`` is running: status ``in_turn``, ``current_turn = turn``."""
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
-            db.execute(
+            db.run(
                 "UPDATE sessions SET status = 'in_turn', current_turn = ?, updated_at = ? WHERE id = ?",
                 (turn, time.time(), session_id),
             )
 
     def end_turn(self, session_id: str) -> None:
         """Record that no turn is running: status ``idle``."""
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
-            db.execute(
+            db.run(
                 "UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?", (time.time(), session_id)
             )
 
@@ -333,9 +509,9 @@ class SessionStore:
         """Record the context window, in tokens (> 0), learned for the session's model."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
             raise ValueError(f"tokens must be a whole number >= 1, got {tokens!r}")
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
-            db.execute(
+            db.run(
                 "UPDATE sessions SET learned_window = ?, updated_at = ? WHERE id = ?",
                 (tokens, time.time(), session_id),
             )
@@ -346,13 +522,13 @@ class SessionStore:
         """Append ``message`` (redacted) to the session's history; returns its seq."""
         body = _encode(message)
         now = time.time()
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
             seq = self._next_seq(db, "messages", session_id)
-            db.execute(
+            db.run(
                 "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
-                " position) VALUES (?, ?, ?, ?, ?, NULL, 0, ?)",
-                (session_id, seq, turn, body, now, seq),
+                " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                (session_id, seq, turn, body, now, False, seq),
             )
             self._touch(db, session_id, now)
         return seq
@@ -372,13 +548,13 @@ class SessionStore:
             raise CompactionRejected("a compaction must replace at least one message")
         body = _encode(summary)
         now = time.time()
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
             marks = ",".join("?" * len(seqs))
-            rows = db.execute(
+            rows = db.query(
                 f"SELECT seq, replaced_by, position FROM messages WHERE session_id = ? AND seq IN ({marks})",
                 (session_id, *seqs),
-            ).fetchall()
+            )
             missing = sorted(set(seqs) - {row[0] for row in rows})
             if missing:
                 raise CompactionRejected(f"session {session_id!r} has no message with seq {missing}")
@@ -387,12 +563,12 @@ class SessionStore:
                 raise CompactionRejected(f"messages {taken} of session {session_id!r} are already replaced")
             position = min(row[2] for row in rows)
             seq = self._next_seq(db, "messages", session_id)
-            db.execute(
+            db.run(
                 "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
-                " position) VALUES (?, ?, ?, ?, ?, NULL, 1, ?)",
-                (session_id, seq, turn, body, now, position),
+                " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                (session_id, seq, turn, body, now, True, position),
             )
-            db.execute(
+            db.run(
                 f"UPDATE messages SET replaced_by = ? WHERE session_id = ? AND seq IN ({marks})",
                 (seq, session_id, *seqs),
             )
@@ -407,13 +583,13 @@ class SessionStore:
         message ever appended, in seq order.
         """
         where, order = ("", "seq") if include_replaced else ("AND replaced_by IS NULL", "position, seq")
-        with self._read() as db:
+        with self._backend.read() as db:
             self._session_row(db, session_id)
-            rows = db.execute(
+            rows = db.query(
                 f"SELECT seq, turn, body, replaced_by, is_summary FROM messages WHERE session_id = ? {where}"
                 f" ORDER BY {order}",
                 (session_id,),
-            ).fetchall()
+            )
         return [self._decode_message(session_id, row) for row in rows]
 
     # --- Events -------------------------------------------------------------------------------------------
@@ -422,10 +598,10 @@ class SessionStore:
         """Append ``event`` (its JSON, redacted) to the session's event log; returns its seq."""
         body = _encode(event)
         now = time.time()
-        with self._write() as db:
+        with self._backend.write() as db:
             self._open_session(db, session_id)
             seq = self._next_seq(db, "events", session_id)
-            db.execute(
+            db.run(
                 "INSERT INTO events (session_id, seq, turn, type, body, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (session_id, seq, turn, _event_type(event), body, now),
@@ -435,120 +611,42 @@ class SessionStore:
 
     def load_events(self, session_id: str, *, since: int = 0) -> list[StoredEvent]:
         """The session's events with a seq greater than ``since``, in seq order."""
-        with self._read() as db:
+        with self._backend.read() as db:
             self._session_row(db, session_id)
-            rows = db.execute(
+            rows = db.query(
                 "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND seq > ?"
                 " ORDER BY seq",
                 (session_id, since),
-            ).fetchall()
+            )
         return [self._decode_event(session_id, row) for row in rows]
 
     # --- Internals ----------------------------------------------------------------------------------------
 
-    def _check_header(self) -> None:
-        try:
-            with self._path.open("rb") as file:
-                header = file.read(len(_SQLITE_HEADER))
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            raise StoreError(f"cannot read session store {self._path}: {error}") from error
-        # An empty file is an empty database to SQLite.
-        if header and header != _SQLITE_HEADER:
-            raise StoreCorrupt(f"{self._path} is not a SQLite database", path=self._path)
-
-    def _prepare(self, connection: sqlite3.Connection, synchronous: str, busy_timeout: float) -> None:
-        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        # Read-only checks first: a file that is refused must not be touched.
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        (application_id,) = connection.execute("PRAGMA application_id").fetchone()
-        (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        if application_id not in (0, _schema.APPLICATION_ID) or (version == 0 and tables):
-            raise StoreCorrupt(f"{self._path} is a SQLite database but not a session store", path=self._path)
-        if version > _schema.SCHEMA_VERSION:
-            raise StoreVersionError(
-                f"{self._path} has schema version {version}, newer than the {_schema.SCHEMA_VERSION} this"
-                " version of turnkeep knows; upgrade turnkeep to open it",
-                path=self._path,
-                found=version,
-                supported=_schema.SCHEMA_VERSION,
-            )
-        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
-        if str(mode).lower() != "wal":
-            raise StoreError(f"cannot put {self._path} in WAL mode (journal mode is {mode!r})")
-        connection.execute(f"PRAGMA synchronous = {synchronous}")
-        connection.execute("PRAGMA foreign_keys = ON")
-        for target in _schema.pending(version):
-            try:
-                _schema.migrate(connection, target)
-            except sqlite3.OperationalError as error:
-                if _is_busy(error):
-                    raise
-                raise StoreCorrupt(
-                    f"{self._path} cannot be migrated to schema version {target}: {error}", path=self._path
-                ) from error
-
-    @contextmanager
-    def _translate(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.OperationalError as error:
-            if _is_busy(error):
-                raise StoreBusy(f"{self._path} stayed locked by another process: {error}") from error
-            raise StoreError(f"{self._path}: {error}") from error
-        except sqlite3.DatabaseError as error:
-            raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
-        except sqlite3.Error as error:
-            raise StoreError(f"{self._path}: {error}") from error
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._translate():
-            yield self._live()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._translate():
-            db = self._live()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-
-    def _live(self) -> sqlite3.Connection:
-        if self._connection is None:
-            raise StoreClosed(f"the session store {self._path} is closed")
-        return self._connection
-
-    def _session_row(self, db: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
-        row: tuple[Any, ...] | None = db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
+    def _session_row(self, db: _Db, session_id: str, *, lock: bool = False) -> tuple[Any, ...]:
+        suffix = self._backend.row_lock if lock else ""
+        rows = db.query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?{suffix}", (session_id,))
+        if not rows:
             raise SessionNotFound(f"no session {session_id!r}")
-        return row
+        return rows[0]
 
-    def _open_session(self, db: sqlite3.Connection, session_id: str) -> None:
-        if self._session_row(db, session_id)[5] == "closed":
+    def _open_session(self, db: _Db, session_id: str) -> None:
+        # The row lock also serialises the seq allocation of concurrent writers to the session.
+        if self._session_row(db, session_id, lock=True)[5] == "closed":
             raise SessionClosed(f"session {session_id!r} is closed")
 
-    def _touch(self, db: sqlite3.Connection, session_id: str, now: float) -> None:
-        db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+    def _touch(self, db: _Db, session_id: str, now: float) -> None:
+        db.run("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
 
-    def _next_seq(self, db: sqlite3.Connection, table: str, session_id: str) -> int:
-        (last,) = db.execute(f"SELECT max(seq) FROM {table} WHERE session_id = ?", (session_id,)).fetchone()
+    def _next_seq(self, db: _Db, table: str, session_id: str) -> int:
+        ((last,),) = db.query(f"SELECT max(seq) FROM {table} WHERE session_id = ?", (session_id,))
         return 1 if last is None else int(last) + 1
 
     def _corrupt(self, what: str, session_id: str, seq: int | None, error: Exception) -> StoreCorrupt:
         where = f"session {session_id!r}" if seq is None else f"session {session_id!r}, seq {seq}"
         return StoreCorrupt(
-            f"{self._path}: {what} of {where} cannot be decoded: {error}",
-            path=self._path,
+            f"{self.location}: {what} of {where} cannot be decoded: {error}",
+            path=self.path,
+            location=self.location,
             session_id=session_id,
             seq=seq,
         )
@@ -599,8 +697,3 @@ class SessionStore:
             )
         except (msgspec.ValidationError, TypeError) as error:
             raise self._corrupt("the event", session_id, seq, error) from error
-
-
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    text = str(error).lower()
-    return "locked" in text or "busy" in text

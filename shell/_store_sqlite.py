@@ -1,0 +1,181 @@
+"""The SQLite backend of the session store: one file, one connection behind a lock, WAL mode.
+
+The file's version is ``PRAGMA user_version`` and ``PRAGMA application_id`` marks it as a turnkeep store
+(see :mod:`shell._schema`). A file that is refused is never written to.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from . import _schema
+from .store import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
+
+__all__ = ["SqliteBackend"]
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class _Connection:
+    """The store's view of a connection: queries that return rows, statements that return a count."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._connection.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._connection.execute(sql, params).rowcount
+
+
+class SqliteBackend:
+    """A session store file, opened, checked and migrated; safe to share by threads."""
+
+    kind: Literal["sqlite"] = "sqlite"
+    row_lock = ""
+    """Nothing: a write transaction (``BEGIN IMMEDIATE``) already holds the file's write lock."""
+
+    def __init__(self, path: Path, *, synchronous: Literal["NORMAL", "FULL"], busy_timeout: float) -> None:
+        """Open (or create) the file at ``path`` and bring it to the current schema version."""
+        self._path = path
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_header()
+        connection = sqlite3.connect(
+            self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            with self._translate():
+                self._prepare(connection, synchronous, busy_timeout)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+
+    @property
+    def path(self) -> Path:
+        """The store's file."""
+        return self._path
+
+    @property
+    def location(self) -> str:
+        """The store's file, as text."""
+        return str(self._path)
+
+    def close(self) -> None:
+        """Close the connection, after any call in progress; calling it again does nothing."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    @contextmanager
+    def read(self) -> Iterator[_Connection]:
+        """The connection, for reads."""
+        with self._lock, self._translate():
+            yield _Connection(self._live())
+
+    @contextmanager
+    def write(self) -> Iterator[_Connection]:
+        """The connection in a write transaction, committed at the end of the block."""
+        with self._lock, self._translate():
+            db = self._live()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Connection(db)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+
+    def _live(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise StoreClosed(f"the session store {self._path} is closed")
+        return self._connection
+
+    def _check_header(self) -> None:
+        try:
+            with self._path.open("rb") as file:
+                header = file.read(len(_SQLITE_HEADER))
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise StoreError(f"cannot read session store {self._path}: {error}") from error
+        # An empty file is an empty database to SQLite.
+        if header and header != _SQLITE_HEADER:
+            raise StoreCorrupt(f"{self._path} is not a SQLite database", path=self._path)
+
+    def _prepare(self, connection: sqlite3.Connection, synchronous: str, busy_timeout: float) -> None:
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        # Read-only checks first: a file that is refused must not be touched.
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+        (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        if application_id not in (0, _schema.APPLICATION_ID) or (version == 0 and tables):
+            raise StoreCorrupt(f"{self._path} is a SQLite database but not a session store", path=self._path)
+        if version > _schema.SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self._path} has schema version {version}, newer than the {_schema.SCHEMA_VERSION} this"
+                " version of turnkeep knows; upgrade turnkeep to open it",
+                path=self._path,
+                found=version,
+                supported=_schema.SCHEMA_VERSION,
+            )
+        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise StoreError(f"cannot put {self._path} in WAL mode (journal mode is {mode!r})")
+        connection.execute(f"PRAGMA synchronous = {synchronous}")
+        connection.execute("PRAGMA foreign_keys = ON")
+        for target in _schema.pending(version):
+            try:
+                _migrate(connection, target)
+            except sqlite3.OperationalError as error:
+                if _is_busy(error):
+                    raise
+                raise StoreCorrupt(
+                    f"{self._path} cannot be migrated to schema version {target}: {error}", path=self._path
+                ) from error
+
+    @contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if _is_busy(error):
+                raise StoreBusy(f"{self._path} stayed locked by another process: {error}") from error
+            raise StoreError(f"{self._path}: {error}") from error
+        except sqlite3.DatabaseError as error:
+            raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
+        except sqlite3.Error as error:
+            raise StoreError(f"{self._path}: {error}") from error
+
+
+def _migrate(connection: sqlite3.Connection, target: int) -> None:
+    """Take the file from ``target - 1`` to ``target`` in one transaction; on error nothing changes.
+
+    The version is re-read under the write lock, so two processes opening the same file migrate it once.
+    """
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        if version == target - 1:
+            for statement in _schema.SQLITE_MIGRATIONS[target - 1]:
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {int(target)}")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
