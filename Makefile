@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench chaos clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,12 @@ test: lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP_TEST)
-	$(BIN)/python bench/actors_bench.py
+	$(BIN)/python bench/run_all.py
+
+chaos: $(STAMP_RUN)
+	for seed in 1 2 3 4 5; do \
+		$(BIN)/turnkeep chaos --seed $$seed --sessions 50 --turns 5 --actor-crash-rate 0.02 --fault-profile heavy || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

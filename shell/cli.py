@@ -1,32 +1,172 @@
-"""The ``turnkeep`` command line."""
+"""The ``turnkeep`` command line: ``run``, ``chat``, ``sessions``, ``fake-provider``, ``demo`` and ``chaos``.
+
+Exit codes: 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or configuration error
+(one line on stderr), 130 a turn cancelled by Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, NoReturn
 
-__all__ = ["main"]
+from actors import ActorError
+from sampler.fake import PROFILES, FakeProvider, serve_forever
+
+from . import _cli_chat, _cli_run, _cli_sessions
+from ._cli_settings import CliUsageError, add_host_options
+from ._cli_turn import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .config import ConfigError
+from .host import HostError
+from .store import StoreError
+
+__all__ = ["EXIT_CANCELLED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+_FAKE_PORT = 8765  # the port of the default provider.base_url
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports a usage error in one line, not with the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="turnkeep", description="Supervised actors for LLM agent sessions.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the live demo (no API key, no network)")
-    demo.add_argument("--operations", type=int, default=400)
-    demo.add_argument("--crash-probability", type=float, default=0.02)
-    demo.add_argument("--seed", type=int, default=7)
+    parser = _Parser(prog="turnkeep", description="Supervised actors for LLM agent sessions.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run one turn, without asking (tools that would be asked about are denied)",
+        description="Run one turn. Exit code: 0 completed, 1 failed, 2 usage error, 130 cancelled.",
+    )
+    add_host_options(run)
+    _cli_run.add_arguments(run)
+
+    chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
+    add_host_options(chat)
+
+    sessions = commands.add_parser("sessions", help="what the session store holds")
+    _cli_sessions.add_arguments(sessions)
+
+    fake = commands.add_parser(
+        "fake-provider", help="serve the embedded model provider on loopback until Ctrl-C"
+    )
+    fake.add_argument("--port", type=int, default=_FAKE_PORT, help=f"default {_FAKE_PORT}; 0 picks one")
+    fake.add_argument("--faults", choices=PROFILES, default="none", help="the fault profile (default none)")
+    fake.add_argument("--seed", type=int, default=0, help="the seed of the faults drawn")
+
+    demo = commands.add_parser("demo", help="the live demo: sessions under faults (no API key, no network)")
+    demo.add_argument("--sessions", type=int, metavar="N", help="how many sessions at once")
+    demo.add_argument("--faults", choices=PROFILES, metavar="PROFILE", help=f"one of {', '.join(PROFILES)}")
+    demo.add_argument("--seed", type=int, help="the seed of the faults drawn")
+
+    chaos = commands.add_parser(
+        "chaos",
+        help="many sessions under provider faults, actor crashes and cancels; checks nothing was lost",
+    )
+    chaos.add_argument("--seed", type=int, default=1, help="the seed of every fault drawn (replayable)")
+    chaos.add_argument("--sessions", type=int, default=10, metavar="N")
+    chaos.add_argument("--turns", type=int, default=3, metavar="T")
+    chaos.add_argument("--actor-crash-rate", type=float, default=0.0, metavar="P")
+    chaos.add_argument("--fault-profile", choices=("light", "heavy"), default="light")
+    chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 success, 1 failure, 2 usage error)."""
-    args = _build_parser().parse_args(argv)
-    if args.command == "demo":
-        from ._supervision_demo import run
+    """Run the command line with ``argv`` (default: the process's arguments); return the exit code."""
+    options = _build_parser().parse_args(argv)
+    try:
+        return _dispatch(options)
+    except (ConfigError, CliUsageError) as error:
+        return _fail(EXIT_USAGE, str(error))
+    except (HostError, StoreError) as error:
+        return _fail(EXIT_FAILED, str(error))
+    except ActorError as error:
+        return _fail(EXIT_FAILED, f"the session did not answer ({type(error).__name__}: {error})")
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return EXIT_CANCELLED
+    except BrokenPipeError:
+        # The reader went away (``| head``); nothing more can be written, not even at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
 
-        return run(args.operations, args.crash_probability, args.seed)
-    return 2  # pragma: no cover - argparse refuses unknown commands
+
+def _dispatch(options: argparse.Namespace) -> int:
+    command = options.command
+    if command == "run":
+        return _cli_run.run(options)
+    if command == "chat":
+        return _cli_chat.run(options)
+    if command == "sessions":
+        return _cli_sessions.run(options)
+    if command == "fake-provider":
+        return _fake_provider(options)
+    if command == "chaos":
+        from . import _chaos
+
+        try:
+            return _chaos.run(
+                seed=options.seed,
+                sessions=options.sessions,
+                turns=options.turns,
+                actor_crash_rate=options.actor_crash_rate,
+                profile=options.fault_profile,
+                as_json=options.json,
+            )
+        except ValueError as error:
+            raise CliUsageError(str(error)) from error
+    from . import _demo  # the live view's library is needed by the demo alone
+
+    given = {"sessions": options.sessions, "profile": options.faults, "seed": options.seed}
+    kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    return _demo.run(**kwargs)
+
+
+def _fake_provider(options: argparse.Namespace) -> int:
+    def ready(provider: FakeProvider) -> None:
+        print(provider.base_url, flush=True)
+        sys.stderr.write(f"[faults: {options.faults}, seed {options.seed}; Ctrl-C to stop]\n")
+
+    try:
+        with _stopped_by_signals():
+            stats = serve_forever(options.port, options.faults, options.seed, on_ready=ready)
+    except OSError as error:
+        return _fail(EXIT_FAILED, f"cannot serve on port {options.port}: {error.strerror or error}")
+    sys.stderr.write(f"[served {stats.requests} requests, {stats.total_faults} with a fault]\n")
+    return EXIT_OK
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Within: SIGINT and SIGTERM raise KeyboardInterrupt, even where a shell had SIGINT ignored."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _fail(code: int, message: str) -> int:
+    sys.stderr.write(f"turnkeep: error: {message}\n")
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,38 @@
+"""``turnkeep run``: one turn, without asking anything; the exit code says how it ended."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._cli_settings import open_host, open_session, settings_from
+from ._cli_turn import Interrupts, JsonView, TextView, View, drive_turn, exit_code
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``run``'s own arguments (the host options are added by the caller)."""
+    parser.add_argument("--json", action="store_true", help="write every event as a JSON line on stdout")
+    parser.add_argument("prompt", help="what to ask")
+
+
+def run(options: argparse.Namespace) -> int:
+    """Run one turn; 0 completed, 1 failed, 130 cancelled by Ctrl-C.
+
+    Tools that would be asked about are denied unless ``--allow``-ed. Raises
+    :class:`~shell.config.ConfigError` or :class:`~shell._cli_settings.CliUsageError` before the turn.
+    """
+    settings = settings_from(options)
+    view: View = JsonView() if options.json else TextView()
+    interrupts = Interrupts()
+    with interrupts.counting():
+        host = open_host(settings, options, interactive=False)
+        try:
+            session = open_session(host, options)
+            terminal = drive_turn(session, options.prompt, view, interrupts)
+            if terminal is not None and not options.json:
+                sys.stderr.write(f"[session {session.id}]\n")
+        finally:
+            host.close()
+    return exit_code(terminal)

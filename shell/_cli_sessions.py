@@ -1,0 +1,198 @@
+"""``turnkeep sessions list | show ID | events ID``: what the session store holds, read without a host."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from sampler import AssistantMessage, ImagePart, Message, SystemMessage, TextPart, ToolMessage, UserMessage
+
+from . import events as ev
+from ._cli_settings import CliUsageError, add_store_options, settings_from
+from .store import SessionNotFound, SessionRecord, SessionStore, StoredEvent, StoredMessage, StoreError
+
+__all__ = ["add_arguments", "run"]
+
+_event_decoder = msgspec.json.Decoder(ev.SessionEvent)
+_raw_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``sessions`` subcommands, each with the store options and ``--json``."""
+    views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events}")
+    views.add_parser("list", help="every session: id, status, turns, last update")
+    show = views.add_parser("show", help="a session's record and its history as the model sees it")
+    show.add_argument("id", help="the session's id")
+    events = views.add_parser("events", help="a session's event log")
+    events.add_argument("id", help="the session's id")
+    for view in (views.choices["list"], show, events):
+        add_store_options(view)
+        view.add_argument("--json", action="store_true", help="JSON: one object per line (show: one object)")
+
+
+def run(options: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print what the store holds; 0, or :class:`~shell._cli_settings.CliUsageError` for an unknown
+    session or a file that is not a session store."""
+    stream = out or sys.stdout
+    path = Path(settings_from(options).store.path)
+    if not path.exists():
+        # Reading must not create a store where there was none.
+        if options.view == "list":
+            return 0
+        raise CliUsageError(f"there is no session {options.id!r}: {path} does not exist")
+    with _opened(path) as store:
+        if options.view == "list":
+            _list(store, stream, json=options.json)
+            return 0
+        try:
+            record = store.get_session(options.id)
+        except SessionNotFound:
+            raise CliUsageError(f"there is no session {options.id!r} in {path}") from None
+        if options.view == "show":
+            _show(record, store.load_messages(record.id), stream, json=options.json)
+        else:
+            _events(store.load_events(record.id), stream, json=options.json)
+    return 0
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[SessionStore]:
+    try:
+        store = SessionStore.open(path)
+    except StoreError as error:
+        raise CliUsageError(f"cannot read the session store {path}: {error}") from None
+    with store:
+        yield store
+
+
+def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
+    records = store.list_sessions()
+    if json:
+        for record in records:
+            _json_line(out, _summary(record))
+        return
+    if not records:
+        return
+    width = max(len("ID"), *(len(record.id) for record in records))
+    out.write(f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5}  UPDATED\n")
+    for record in records:
+        updated = _local(record.updated_at)
+        out.write(f"{record.id:<{width}}  {record.status:<8} {record.current_turn:>5}  {updated}\n")
+
+
+def _summary(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "status": record.status,
+        "turns": record.current_turn,
+        "updated": _iso(record.updated_at),
+        "created": _iso(record.created_at),
+        "workspace": record.workspace,
+        "model": record.model,
+    }
+
+
+def _show(record: SessionRecord, history: list[StoredMessage], out: TextIO, *, json: bool) -> None:
+    if json:
+        body = {
+            "session": {
+                **_summary(record),
+                "learned_window": record.learned_window,
+                "meta": record.meta,
+            },
+            "history": [
+                {
+                    "seq": stored.seq,
+                    "turn": stored.turn,
+                    "is_summary": stored.is_summary,
+                    "message": msgspec.to_builtins(stored.message),
+                }
+                for stored in history
+            ],
+        }
+        _json_line(out, body)
+        return
+    learned = "none" if record.learned_window is None else f"{record.learned_window} tokens"
+    for label, value in (
+        ("session", record.id),
+        ("status", record.status),
+        ("turns", record.current_turn),
+        ("workspace", record.workspace),
+        ("model", record.model),
+        ("created", _local(record.created_at)),
+        ("updated", _local(record.updated_at)),
+        ("learned window", learned),
+    ):
+        out.write(f"{label + ':':<16}{value}\n")
+    out.write(f"\nhistory ({len(history)} messages, as the model sees it):\n")
+    for stored in history:
+        summary = " (summary)" if stored.is_summary else ""
+        role, text = _message_text(stored.message)
+        lines = text.splitlines() or [""]
+        out.write(f"#{stored.seq} turn {stored.turn} {role}{summary}: {lines[0]}\n")
+        for line in lines[1:]:
+            out.write(f"    {line}\n")
+
+
+def _message_text(message: Message) -> tuple[str, str]:
+    """(role, text) of a message, tool calls and media written out."""
+    if isinstance(message, SystemMessage):
+        return "system", message.content
+    if isinstance(message, UserMessage):
+        parts = [
+            part.text if isinstance(part, TextPart) else f"[{part.media_type} image]"
+            for part in message.parts
+            if isinstance(part, TextPart | ImagePart)
+        ]
+        return "user", " ".join(parts)
+    if isinstance(message, AssistantMessage):
+        lines = [message.text] if message.text else []
+        lines += [f"-> {call.name} {call.arguments} ({call.id})" for call in message.tool_calls]
+        if message.interrupted:
+            lines.append("(interrupted)")
+        return "assistant", "\n".join(lines)
+    assert isinstance(message, ToolMessage)
+    result = message.result
+    return f"tool {result.call_id}{' error' if result.is_error else ''}", result.content
+
+
+def _events(events: list[StoredEvent], out: TextIO, *, json: bool) -> None:
+    for stored in events:
+        body = _event_body(stored)
+        if json:
+            _json_line(out, {"seq": stored.seq, **body, "created": _iso(stored.created_at)})
+            continue
+        kind = body.pop("type")
+        body.pop("session", None)
+        body.pop("turn", None)
+        fields = " ".join(f"{key}={value!r}" for key, value in body.items())
+        out.write(f"{stored.seq:>4}  turn {stored.turn:<3} {kind} {fields}\n")
+
+
+def _event_body(stored: StoredEvent) -> dict[str, Any]:
+    """The event as ``turnkeep run --json`` writes it, or as stored when it is of no known kind."""
+    try:
+        return ev.event_to_json_dict(_event_decoder.decode(stored.body))
+    except msgspec.DecodeError:
+        raw = _raw_decoder.decode(stored.body)
+        raw.pop("type", None)
+        return {"type": stored.type, **raw}
+
+
+def _json_line(out: TextIO, value: Any) -> None:
+    out.write(msgspec.json.encode(value).decode() + "\n")
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _local(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
