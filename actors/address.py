@@ -223,6 +223,8 @@ class Address:
             watchers = list(self._watchers)
         notice = Down(address=self.name, reason=reason, error=error, incarnation=incarnation)
         for watcher in watchers:
+            if watcher._state is _State.STOPPED:
+                continue  # the watcher has gone for good; the notice concerns nobody
             watcher._send(notice, activate=False)  # a notice does not wake a passivated watcher
 
 

@@ -214,6 +214,7 @@ async def _one_attempt(
     )
     idle = settings.idle_timeout
     interval = settings.coalesce_interval
+    error: LlmError | None = None
     try:
         with trio.CancelScope(deadline=trio.current_time() + settings.connect_timeout + idle) as watchdog:
             async with client.stream(
@@ -223,33 +224,19 @@ async def _one_attempt(
                     body = await _read_bounded(response, watchdog, idle)
                     return classify_http_error(response.status_code, body, response.headers)
                 decoder = attempt.decoder = adapter.new_decoder()
-                parser = SseParser()
-                pending = attempt.pending
-                next_flush = 0.0
-                async for chunk in response.aiter_bytes():
-                    now = trio.current_time()
-                    watchdog.deadline = now + idle
-                    for sse in parser.feed(chunk):
-                        for event in decoder.feed(sse):
-                            if type(event) is TextDelta:
-                                pending.append(event.text)
-                            elif type(event) is StreamError:
-                                return classify_stream_error(event.data, event.event)
-                    if pending and now >= next_flush:
-                        emit(Delta(request_id, "".join(pending)))
-                        pending.clear()
-                        attempt.streamed = True
-                        next_flush = now + interval
-                for sse in parser.close():
-                    for event in decoder.feed(sse):
-                        if type(event) is TextDelta:
-                            pending.append(event.text)
-                        elif type(event) is StreamError:
-                            return classify_stream_error(event.data, event.event)
-                if pending:
-                    emit(Delta(request_id, "".join(pending)))
-                    pending.clear()
-                    attempt.streamed = True
+                coalescer = _Coalescer(emit, request_id, interval, attempt)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(coalescer.run)
+                        try:
+                            error = await _read_stream(response, decoder, coalescer, watchdog, idle)
+                        finally:
+                            nursery.cancel_scope.cancel()
+                except BaseExceptionGroup as group:
+                    raise _only(group) from None
+                if error is not None:
+                    return error
+                coalescer.flush()
                 result = decoder.finish()
         if watchdog.cancelled_caught:
             return LlmError(LlmErrorKind.TIMEOUT, message=f"no data from the provider for {idle:g} s")
@@ -260,6 +247,87 @@ async def _one_attempt(
             return LlmError(LlmErrorKind.CONNECTION, message="the stream ended before the provider finished")
         return LlmError(LlmErrorKind.EMPTY_RESPONSE, message="the stream ended without any output")
     return result
+
+
+async def _read_stream(
+    response: httpx.Response,
+    decoder: StreamDecoder,
+    coalescer: _Coalescer,
+    watchdog: trio.CancelScope,
+    idle: float,
+) -> LlmError | None:
+    """Feed the stream to the decoder; an error event inside it is returned, classified."""
+    parser = SseParser()
+    async for chunk in response.aiter_bytes():
+        now = trio.current_time()
+        watchdog.deadline = now + idle
+        for sse in parser.feed(chunk):
+            for event in decoder.feed(sse):
+                if type(event) is TextDelta:
+                    coalescer.pending.append(event.text)
+                elif type(event) is StreamError:
+                    return classify_stream_error(event.data, event.event)
+        coalescer.chunk_done(now)
+    for sse in parser.close():
+        for event in decoder.feed(sse):
+            if type(event) is TextDelta:
+                coalescer.pending.append(event.text)
+            elif type(event) is StreamError:
+                return classify_stream_error(event.data, event.event)
+    return None
+
+
+class _Coalescer:
+    """Forwards streamed text as few deltas: the first piece at once, then at most one delta per
+    ``interval``, and no piece is held back longer than ``interval``."""
+
+    def __init__(
+        self, emit: Callable[[SamplerEvent], None], request_id: str, interval: float, attempt: _Attempt
+    ) -> None:
+        self._emit = emit
+        self._request_id = request_id
+        self._interval = interval
+        self._attempt = attempt
+        self.pending = attempt.pending
+        self._next = 0.0
+        self._due = trio.Event()
+
+    def chunk_done(self, now: float) -> None:
+        if not self.pending:
+            return
+        if now >= self._next:
+            self.flush(now)
+        else:
+            self._due.set()
+
+    def flush(self, now: float | None = None) -> None:
+        if self.pending:
+            self._emit(Delta(self._request_id, "".join(self.pending)))
+            self.pending.clear()
+            self._attempt.streamed = True
+            self._next = (trio.current_time() if now is None else now) + self._interval
+
+    async def run(self) -> None:
+        while True:
+            await self._due.wait()
+            self._due = trio.Event()
+            await trio.sleep_until(self._next)
+            self.flush()
+
+
+def _only(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What a nursery wrapped, unwrapped: the reader's error, else the cancellation both tasks saw (the
+    flusher itself never raises)."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BaseExceptionGroup):
+            pending.extend(item.exceptions)
+        else:
+            leaves.append(item)
+    errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    return errors[0] if errors else leaves[0]
 
 
 async def _read_bounded(response: httpx.Response, watchdog: trio.CancelScope, idle: float) -> bytes:

@@ -211,6 +211,8 @@ class SessionActor(Actor):
             self._start_next()
 
     def on_stop(self) -> None:
+        for sibling in ("sampler", "tools"):
+            self.system.unwatch(self._sibling(sibling), self.address)
         turn = self._rt.turn
         if turn is not None:
             self._guard(lambda: self._abort_for_stop(turn))
@@ -235,7 +237,7 @@ class SessionActor(Actor):
         rt = self._rt
         rt.last_active = time.monotonic()
         assert rt.next_turn is not None
-        number = rt.next_turn + len(rt.prompts) + (1 if rt.turn is not None else 0)
+        number = rt.next_turn + len(rt.prompts)  # next_turn already counts a turn in flight
         rt.prompts.append(message)
         if rt.turn is None:
             self._start_next()

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 __all__ = ["REQUIRE_ENV", "PostgresUnavailable", "find_bindir", "postgres_server", "with_options"]
 
-REQUIRE_ENV = "TURNKEEP_REQUIRE_POSTGRES"
+REQUIRE_ENV = "REQUIRE_POSTGRES_TESTS"
 """Set to ``1`` where the PostgreSQL tests must run (CI): then a server that cannot start is a failure."""
 
 _SUPERUSER = "turnkeep"

@@ -288,3 +288,21 @@ async def test_a_shape_error_with_nothing_left_to_degrade_fails(autojump_clock: 
     assert outcome.error.kind is LlmErrorKind.REQUEST_TOO_LARGE
     assert of(events, ProjectionFallback) == []
     assert len(transport.requests) == 1
+
+
+async def test_streamed_text_is_never_held_back_longer_than_the_coalescing_interval(
+    autojump_clock: Any,
+) -> None:
+    seen: list[tuple[float, str]] = []
+
+    def emit(event: Any) -> None:
+        if isinstance(event, Delta):
+            seen.append((trio.current_time(), event.text))
+
+    transport = ScriptedTransport([Stream([chunk("a"), chunk("b"), 5.0, chunk("c"), finish()])])
+    async with httpx.AsyncClient(transport=transport) as client:
+        outcome = await sample_step(REQUEST, request_id="r1", client=client, settings=SETTINGS, emit=emit)
+    assert isinstance(outcome, Completed) and outcome.message.text == "abc"
+    assert [text for _, text in seen] == ["a", "b", "c"]
+    assert seen[1][0] == pytest.approx(SETTINGS.coalesce_interval)
+    assert seen[2][0] == pytest.approx(5.0)

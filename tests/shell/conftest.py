@@ -19,7 +19,7 @@ _schemas = itertools.count(1)
 def postgres_url() -> Iterator[str]:
     """The URL of an empty database on a server started for this test run.
 
-    Skips the test when no PostgreSQL server can be started, unless ``TURNKEEP_REQUIRE_POSTGRES=1``,
+    Skips the test when no PostgreSQL server can be started, unless ``REQUIRE_POSTGRES_TESTS=1``,
     which makes that a failure.
     """
     with ExitStack() as stack:

@@ -262,3 +262,18 @@ def test_a_tool_actor_crash_is_an_error_result_and_the_turn_goes_on(tmp_path: Pa
     assert isinstance(events[-1], ev.TurnCompleted)
     finished = of(events, ev.ToolCallFinished)
     assert finished and all(f.is_error and f.status == "crashed" for f in finished)
+
+
+def test_a_prompt_sent_mid_turn_waits_and_is_answered_with_its_own_turn_number(
+    tmp_path: Path, leak_check: None
+) -> None:
+    faults = FaultPlan.scripted([Fault.stall(seconds=0.3, after_chunks=2)])
+    with FakeProvider(Script.echo(), faults=faults) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        first = harness.prompt(session, "first")
+        second = harness.prompt(session, "second")
+        ends = [harness.until_end()[-1], harness.until_end()[-1]]
+        harness.close()
+    assert (first, second) == (1, 2)
+    assert [(e.turn, type(e)) for e in ends] == [(1, ev.TurnCompleted), (2, ev.TurnCompleted)]

@@ -1,0 +1,522 @@
+"""Scale: thousands of sessions in one host, most passivated, 100 of them streaming turns at once.
+
+Measured per size, in a fresh process each (so one size's heap does not flatter the next): resident
+memory per passivated session (VmRSS before and after opening them, divided by their number), the
+threads they cost, and the event latency of the active sessions' turns at 100 concurrent against one
+turn alone in the same host.
+
+The model is a paced streaming server in a process of its own, so its work does not compete with the
+host for the GIL. Every chunk carries the monotonic time at which it was written to the socket; an
+event's latency is the time from that write until the host hands the ``TextDelta`` to its subscriber
+(CLOCK_MONOTONIC is shared by all processes of the machine).
+
+Run: ``.venv/bin/python bench/scale_bench.py [--sessions 1000,10000] [--active 100] [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from run_all import Figure, format_table
+
+from actors import Address
+from shell import AgentHost, Subscribe, TextDelta, UserPrompt, load_settings
+from shell.events import TERMINAL_EVENTS, TurnCompleted
+
+# -- the paced model server (runs in its own process) -----------------------------------------------------
+
+
+def _sse(payload: bytes) -> bytes:
+    event = b"data: " + payload + b"\n\n"
+    return f"{len(event):x}\r\n".encode() + event + b"\r\n"
+
+
+_HEAD = b'{"id":"paced","object":"chat.completion.chunk","created":0,"model":"paced","choices":[{"index":0,'
+_FINISH = _sse(_HEAD + b'"delta":{},"finish_reason":"stop"}]}')
+_DONE = _sse(b"[DONE]") + b"0\r\n\r\n"
+_RESPONSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+    b"transfer-encoding: chunked\r\n\r\n"
+)
+
+
+async def _serve_one(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, chunks: int, interval: float
+) -> None:
+    try:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            await reader.readexactly(length)
+            writer.write(_RESPONSE_HEAD)
+            for _ in range(chunks):
+                stamp = f"t{time.monotonic_ns() // 1000};".encode()
+                writer.write(_sse(_HEAD + b'"delta":{"content":"' + stamp + b'"},"finish_reason":null}]}'))
+                await writer.drain()
+                await asyncio.sleep(interval)
+            writer.write(_FINISH + _DONE)
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return
+    finally:
+        writer.close()
+
+
+async def _serve(chunks: int, interval: float) -> None:
+    server = await asyncio.start_server(
+        lambda r, w: _serve_one(r, w, chunks, interval), "127.0.0.1", 0, backlog=4096
+    )
+    port = server.sockets[0].getsockname()[1]
+    print(port, flush=True)
+    loop = asyncio.get_running_loop()
+    # The server lives as long as its parent holds its stdin open.
+    await loop.run_in_executor(None, sys.stdin.read)
+    server.close()
+
+
+@contextlib.contextmanager
+def paced_server(chunks: int, interval: float) -> Iterator[str]:
+    """A paced OpenAI-style streaming server in a child process; yields its base URL."""
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--chunks", str(chunks), "--interval", str(interval)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        port = int(child.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+# -- one size, in a process of its own ------------------------------------------------------------------
+
+_WARM_SESSIONS = 20
+
+
+class Phase(msgspec.Struct):
+    """The figures of one kind of turn (alone, or all active sessions at once), over every round."""
+
+    delivery_ms: list[float] = []
+    pipeline_ms: list[float] = []
+    first_delta_ms: list[float] = []
+    completed: int = 0
+    turns: int = 0
+    cpu_seconds: float = 0.0
+    """Process CPU time (user + system) while these turns ran."""
+    wall_seconds: float = 0.0
+
+
+class SizeResult(msgspec.Struct, frozen=True):
+    """What one size measured."""
+
+    sessions: int
+    passivated: int
+    active: int
+    rss_per_session_kib: float
+    rss_growth_kib: int
+    threads_before: int
+    threads_passivated: int
+    threads_active: int
+    threads_after_passivating_all: int
+    open_ms: float
+    passivate_ms: float
+    alone: Phase
+    concurrent: Phase
+    dead_letters: int
+    passivations: int
+    seconds: float
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+class _Recorder:
+    """A session's subscriber: stamps each event on arrival, nothing more (it runs on the actor's thread)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, Any]] = []
+        self.done = threading.Event()
+        self.sent_ns = 0
+
+    def __call__(self, event: Any) -> None:
+        self.events.append((time.monotonic_ns(), event))
+        if isinstance(event, TERMINAL_EVENTS):
+            self.done.set()
+
+    def reset(self) -> None:
+        self.events = []
+        self.done.clear()
+
+    def add_to(self, phase: Phase) -> None:
+        """Add the turn this recorder saw to ``phase``.
+
+        ``delivery``: for every chunk, the time from its write by the server to its delivery to the
+        subscriber. A ``TextDelta`` may carry several chunks (the sampler coalesces them); its newest chunk
+        is the one whose arrival released it, so ``pipeline`` (the newest chunk's latency, one per delta)
+        is the host's own path from socket to subscriber, without the wait of chunks held back.
+        """
+        first = True
+        for arrived, event in self.events:
+            if isinstance(event, TextDelta):
+                if first:
+                    phase.first_delta_ms.append((arrived - self.sent_ns) / 1e6)
+                    first = False
+                stamps = [int(s[1:]) for s in event.text.split(";") if s.startswith("t")]
+                late = [(arrived / 1000 - stamp) / 1000 for stamp in stamps]
+                phase.delivery_ms.extend(late)
+                if late:
+                    phase.pipeline_ms.append(late[-1])
+            elif isinstance(event, TurnCompleted):
+                phase.completed += 1
+        phase.turns += 1
+
+
+def _run_turns(addresses: Sequence[Address], recorders: Sequence[_Recorder], turn: int, phase: Phase) -> None:
+    """One turn on each of ``addresses`` at once; returns when all have ended."""
+    for recorder in recorders:
+        recorder.reset()
+    cpu, wall = _cpu_seconds(), time.monotonic()
+    for address, recorder in zip(addresses, recorders, strict=True):
+        recorder.sent_ns = time.monotonic_ns()
+        address.tell(UserPrompt(f"turn {turn}: go on"))
+    for recorder in recorders:
+        if not recorder.done.wait(300):
+            raise RuntimeError("a turn did not end within 300 s")
+    phase.cpu_seconds += _cpu_seconds() - cpu
+    phase.wall_seconds += time.monotonic() - wall
+    for recorder in recorders:
+        recorder.add_to(phase)
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _settle(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def measure_size(sessions: int, active: int, url: str, rounds: int, alone_turns: int) -> SizeResult:
+    """Open ``sessions`` sessions in one host (all but ``active`` of them passivated) and measure."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="turnkeep-scale-") as tmp:
+        root = Path(tmp)
+        settings = load_settings(
+            environ={
+                "TURNKEEP_PROVIDER__BASE_URL": url,
+                "TURNKEEP_PROVIDER__MODEL": "paced",
+                "TURNKEEP_STORE__PATH": str(root / "sessions.db"),
+                "TURNKEEP_HOST__MAX_CONCURRENT_TURNS": str(max(active, 1)),
+            }
+        )
+        with AgentHost(settings) as host:
+            # Warm up: run every code path once, outside the measurement.
+            warm = _Recorder()
+            address = host.open(root / "ws" / "warm", session_id="warm")
+            address.ask(Subscribe(warm))
+            _run_turns([address], [warm], 1, Phase())
+            host.passivate("warm")
+            for i in range(_WARM_SESSIONS):
+                host.open(root / "ws" / f"w{i}", session_id=f"w{i}")
+                host.passivate(f"w{i}")
+            gc.collect()
+            time.sleep(0.2)  # let the stopped subtrees' threads end
+            rss_before, threads_before = _rss_kib(), threading.active_count()
+
+            passivated = sessions - active
+            open_s = passivate_s = 0.0
+            for i in range(passivated):
+                sid = f"p{i:05d}"
+                t0 = time.perf_counter()
+                host.open(root / "ws" / sid, session_id=sid)
+                t1 = time.perf_counter()
+                if not host.passivate(sid):
+                    raise RuntimeError(f"session {sid} could not be passivated")
+                passivate_s += time.perf_counter() - t1
+                open_s += t1 - t0
+            gc.collect()
+            _settle(lambda: threading.active_count() <= threads_before)
+            rss_after, threads_passivated = _rss_kib(), threading.active_count()
+
+            addresses, recorders = [], []
+            for i in range(active):
+                sid = f"a{i:03d}"
+                address = host.open(root / "ws" / sid, session_id=sid)
+                recorder = _Recorder()
+                address.ask(Subscribe(recorder))
+                addresses.append(address)
+                recorders.append(recorder)
+            threads_active = threading.active_count()
+
+            # One unmeasured turn everywhere first: connections made, first-turn paths taken.
+            _run_turns(addresses, recorders, 1, Phase())
+            alone, concurrent = Phase(), Phase()
+            turn = 2
+            # Alone and concurrent turns alternate, so drift over the run affects both alike.
+            for _ in range(rounds):
+                for _ in range(alone_turns):
+                    _run_turns(addresses[:1], recorders[:1], turn, alone)
+                    turn += 1
+                _run_turns(addresses, recorders, turn, concurrent)
+                turn += 1
+            for i in range(active):
+                host.passivate(f"a{i:03d}")
+            _settle(lambda: threading.active_count() <= threads_passivated)
+            threads_after = threading.active_count()
+            dead_letters = host.system.dead_letters.total
+            passivations = 1 + _WARM_SESSIONS + passivated + active
+    return SizeResult(
+        sessions=sessions,
+        passivated=passivated,
+        active=active,
+        rss_per_session_kib=(rss_after - rss_before) / max(passivated, 1),
+        rss_growth_kib=rss_after - rss_before,
+        threads_before=threads_before,
+        threads_passivated=threads_passivated,
+        threads_active=threads_active,
+        threads_after_passivating_all=threads_after,
+        open_ms=open_s / max(passivated, 1) * 1000,
+        passivate_ms=passivate_s / max(passivated, 1) * 1000,
+        alone=alone,
+        concurrent=concurrent,
+        dead_letters=dead_letters,
+        passivations=passivations,
+        seconds=time.monotonic() - started,
+    )
+
+
+# -- the report -----------------------------------------------------------------------------------------
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def figures(results: Sequence[SizeResult]) -> list[Figure]:
+    """The figures of the measured sizes, as rows of the benchmark table."""
+    rows: list[Figure] = []
+    for r in results:
+        name = f"scale {r.sessions:,}"
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="resident memory per passivated session",
+                value=f"{r.rss_per_session_kib:.1f} KiB",
+                baseline=f"VmRSS before {r.passivated:,} opened",
+                target="< 50 KB",
+                met=r.rss_per_session_kib * 1024 < 50_000,
+            )
+        )
+        extra = r.threads_passivated - r.threads_before
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="threads of passivated sessions",
+                value=f"{r.threads_passivated} ({extra:+d})",
+                baseline=f"{r.threads_before} before",
+                target="+0",
+                met=extra == 0,
+            )
+        )
+        per_active = (r.threads_active - r.threads_passivated) / max(r.active, 1)
+        back = r.threads_after_passivating_all - r.threads_passivated
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="threads per active session",
+                value=f"{per_active:.1f}",
+                baseline=f"{back:+d} once passivated",
+            )
+        )
+        conc, alone = r.concurrent, r.alone
+        at_once = f"{r.active} turns at once"
+        for label, ours_all, alone_all, q, target in (
+            (f"event latency median, {at_once}", conc.delivery_ms, alone.delivery_ms, 0.5, 2.0),
+            (f"event latency p99, {at_once}", conc.delivery_ms, alone.delivery_ms, 0.99, None),
+            ("  host path only, median", conc.pipeline_ms, alone.pipeline_ms, 0.5, None),
+            ("  host path only, p99", conc.pipeline_ms, alone.pipeline_ms, 0.99, None),
+        ):
+            ours, base = _pct(ours_all, q), _pct(alone_all, q)
+            rows.append(
+                Figure(
+                    benchmark=name,
+                    figure=label,
+                    value=f"{ours:.2f} ms",
+                    baseline=f"{base:.2f} ms alone",
+                    ratio=ours / base,
+                    target="" if target is None else f"<= {target:g}",
+                    met=None if target is None else ours / base <= target,
+                )
+            )
+        ours_cpu = conc.cpu_seconds / len(conc.delivery_ms) * 1e6
+        alone_cpu = alone.cpu_seconds / len(alone.delivery_ms) * 1e6
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="host CPU per streamed chunk",
+                value=f"{ours_cpu:.0f} us ({conc.cpu_seconds / conc.wall_seconds:.0%} busy)",
+                baseline=f"{alone_cpu:.0f} us alone ({alone.cpu_seconds / alone.wall_seconds:.0%})",
+                ratio=ours_cpu / alone_cpu,
+            )
+        )
+        ours_first = statistics.median(conc.first_delta_ms)
+        alone_first = statistics.median(alone.first_delta_ms)
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure=f"prompt to first delta, {r.active} prompts at once",
+                value=f"{ours_first:.1f} ms",
+                baseline=f"{alone_first:.1f} ms alone",
+                ratio=ours_first / alone_first,
+            )
+        )
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="open + passivate one session",
+                value=f"{r.open_ms + r.passivate_ms:.2f} ms",
+                baseline=f"{r.open_ms:.2f} + {r.passivate_ms:.2f}",
+            )
+        )
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="dead letters per passivation",
+                value=f"{r.dead_letters / r.passivations:.2f}",
+                baseline=f"{r.dead_letters:,} in {r.passivations:,} passivations",
+            )
+        )
+        completed, turns = conc.completed + alone.completed, conc.turns + alone.turns
+        rows.append(
+            Figure(
+                benchmark=name,
+                figure="measured turns completed",
+                value=f"{completed}/{turns}",
+                target="all",
+                met=completed == turns,
+            )
+        )
+    if len(results) > 1:
+        small, large = min(results, key=lambda r: r.passivated), max(results, key=lambda r: r.passivated)
+        if large.passivated > small.passivated:
+            marginal = (large.rss_growth_kib - small.rss_growth_kib) / (large.passivated - small.passivated)
+            rows.append(
+                Figure(
+                    benchmark="scale",
+                    figure=f"memory per passivated session, {small.sessions:,} to {large.sessions:,}",
+                    value=f"{marginal:.1f} KiB",
+                    baseline="VmRSS growth of both sizes",
+                    target="< 50 KB",
+                    met=marginal * 1024 < 50_000,
+                )
+            )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Measure every size given and print the table (or, with ``--json``, the figures as JSON)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", default="1000,10000", help="comma-separated host sizes")
+    parser.add_argument("--active", type=int, default=100, help="sessions streaming turns at once")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of turns at once")
+    parser.add_argument("--alone", type=int, default=3, help="turns alone before each round")
+    parser.add_argument("--chunks", type=int, default=40, help="chunks per model answer")
+    parser.add_argument("--interval", type=float, default=0.02, help="seconds between chunks")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--one", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--url", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        asyncio.run(_serve(args.chunks, args.interval))
+        return
+    if args.one:
+        result = measure_size(args.one, args.active, args.url, args.rounds, args.alone)
+        sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+        return
+    sizes = [int(s) for s in args.sessions.split(",") if s]
+    results = []
+    with paced_server(args.chunks, args.interval) as url:
+        for size in sizes:
+            if size < args.active:
+                raise SystemExit(f"--sessions {size} is smaller than --active {args.active}")
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    str(size),
+                    "--active",
+                    str(args.active),
+                    "--rounds",
+                    str(args.rounds),
+                    "--alone",
+                    str(args.alone),
+                    "--url",
+                    url,
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if child.returncode != 0:
+                raise SystemExit(f"the run with {size} sessions failed:\n{child.stderr}")
+            results.append(msgspec.json.decode(child.stdout.splitlines()[-1], type=SizeResult))
+            if not args.json:
+                r = results[-1]
+                print(
+                    f"# {size:,} sessions: {r.seconds:.0f} s, {len(r.concurrent.delivery_ms):,} latency "
+                    f"samples at once and {len(r.alone.delivery_ms):,} alone, "
+                    f"{r.dead_letters:,} dead letters",
+                    file=sys.stderr,
+                )
+    rows = figures(results)
+    if args.json:
+        print(msgspec.json.encode(rows).decode())
+    else:
+        print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()
