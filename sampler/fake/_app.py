@@ -169,6 +169,12 @@ class ProviderApp:
             return
 
         fault = self._faults.next(hashlib.blake2b(body, digest_size=16).digest())
+        if fault is not None and fault.kind == "context_overflow":
+            self._stats.fault(fault.kind)
+            style = self._settings.overflow_style or _OVERFLOW_STYLE[wire.name]
+            limit = min(self._settings.context_window or parsed.prompt_tokens, parsed.prompt_tokens)
+            await _respond(send, overflow_response(style, parsed.prompt_tokens, max(1, limit - 1)), request_id)
+            return
         if fault is not None and (fault.kind in STATUS_KINDS or fault.kind == "token_expired"):
             self._stats.fault(fault.kind)
             if fault.kind == "token_expired" and token is not None:

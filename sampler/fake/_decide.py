@@ -81,3 +81,5 @@ class FaultDecider:
                 return Fault.token_expired()
             case "http_error":
                 return Fault.status(500)
+            case "context_overflow":
+                return Fault.context_overflow()

@@ -39,10 +39,14 @@ FaultKind = Literal[
     "content_filter",
     "stream_error",
     "token_expired",
+    "context_overflow",
 ]
 """Every kind of fault; `ProviderStats.faults` counts injected faults by these names."""
 
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
+
+_QUEUE_ONLY: frozenset[FaultKind] = frozenset({"http_error", "context_overflow"})
+"""Kinds only a scripted queue injects; a plan draws none of them."""
 
 STATUS_KINDS: frozenset[FaultKind] = frozenset(
     {
@@ -185,6 +189,12 @@ class Fault(msgspec.Struct, frozen=True, kw_only=True):
         return cls(kind="stream_error", after_chunks=after_chunks)
 
     @classmethod
+    def context_overflow(cls) -> Fault:
+        """A 400 context-overflow error in the provider's wording, whatever the request's size (for tests
+        of compaction that must not depend on a window)."""
+        return cls(kind="context_overflow", http_status=400)
+
+    @classmethod
     def token_expired(cls) -> Fault:
         """401 for the request's access token, which stays expired from then on (refresh to go on)."""
         return cls(kind="token_expired", http_status=401)
@@ -235,7 +245,7 @@ class FaultPlan(msgspec.Struct, frozen=True, kw_only=True):
 
     def rates(self) -> dict[FaultKind, float]:
         """The probability of each kind that can be drawn (only non-zero ones), in `FAULT_KINDS` order."""
-        values = {kind: float(getattr(self, kind)) for kind in FAULT_KINDS if kind != "http_error"}
+        values = {kind: float(getattr(self, kind)) for kind in FAULT_KINDS if kind not in _QUEUE_ONLY}
         return {kind: rate for kind, rate in values.items() if rate > 0.0}
 
     @classmethod

@@ -34,6 +34,7 @@ class Harness:
         credentials: CredentialProvider | None = None,
         context_window: int = 100_000,
         max_steps: int = 100,
+        compaction_threshold: float = 0.85,
         chaos: SessionChaos | None = None,
         tools: ToolBridgeSettings | None = None,
         idle_timeout: float = 10.0,
@@ -46,6 +47,7 @@ class Harness:
         self.credentials = credentials or StaticKey(env_var="TEST_KEY", environ={"TEST_KEY": "sk-test-0000"})
         self.context_window = context_window
         self.max_steps = max_steps
+        self.compaction_threshold = compaction_threshold
         self.chaos = chaos or SessionChaos()
         self.tools = tools or ToolBridgeSettings(abort_grace=0.5, kill_after=2.0)
         self.idle_timeout = idle_timeout
@@ -59,7 +61,12 @@ class Harness:
         except Exception:
             self.store.create_session(session_id, workspace=str(workspace), model="fake-model")
         parts = SessionParts(
-            options=SessionOptions(session_id, "fake-model", max_steps_per_turn=self.max_steps),
+            options=SessionOptions(
+                session_id,
+                "fake-model",
+                max_steps_per_turn=self.max_steps,
+                compaction_threshold=self.compaction_threshold,
+            ),
             chat=ChatStateOptions(session_id, context_window=self.context_window, keep_recent_turns=1),
             sampler=SamplerSettings(
                 base_url=self.provider.base_url, policy=FAST_RETRIES, idle_timeout=self.idle_timeout

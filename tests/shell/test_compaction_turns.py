@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sampler.fake import Conversation, FakeProvider, FinalAnswer, Script, Step
+from sampler.fake import Conversation, FakeProvider, Fault, FaultPlan, FinalAnswer, Script, Step
 from sampler.fake.script import is_summary_request
 from shell import events as ev
 from tests.actors.conftest import system_threads
@@ -85,3 +85,28 @@ def test_a_summary_request_that_itself_overflows_is_summarised_in_chunks(tmp_pat
     assert finished and all(f.ok for f in finished)
     assert finished[0].replaced == 12
     assert requests > 2 + len(finished)  # the first summary went out in several chunk requests
+
+
+def test_an_overflow_that_three_compactions_cannot_fix_fails_with_the_exact_message(tmp_path: Path) -> None:
+    with FakeProvider(summarising(0.5)) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        for n in range(6):
+            harness.turn(session, f"{n} " + "x" * 1_000)
+        harness.close()
+    # Every model call of the next turn overflows; each compaction still shrinks the request.
+    faults = FaultPlan.scripted([Fault.context_overflow(), None] * 3 + [Fault.context_overflow()])
+    with FakeProvider(summarising(0.5), faults=faults) as provider:
+        harness = Harness(tmp_path, provider, compaction_threshold=0.99)
+        session = harness.open()
+        events = harness.turn(session, "last")
+        harness.close()
+    finished = of(events, ev.CompactionFinished)
+    assert [f.ok for f in finished] == [True, True, True]
+    assert events[-1] == ev.TurnFailed(
+        "s1",
+        7,
+        "context_overflow",
+        "Compaction failed to bring the context under the model window after 3 attempts.",
+    )
+    assert [kind for kind, _ in harness.stored_events()][-1] == "TurnFailed"
