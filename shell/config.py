@@ -28,9 +28,11 @@ import msgspec
 
 from sampler.retry import RetryPolicy
 
+from ._ray.settings import ClusterSettings
 from ._secrets import redact
 
 __all__ = [
+    "ClusterSettings",
     "CompactionSettings",
     "ConfigError",
     "DoomLoopRecoverySettings",
@@ -344,6 +346,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tools: ToolSettings = _section(ToolSettings)
     store: StoreSettings = _section(StoreSettings)
     host: HostSettings = _section(HostSettings)
+    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
 
     def replace(self, **sections: _Section) -> Settings:
         """A copy with whole sections replaced, such as ``settings.replace(window=WindowSettings(...))``."""

@@ -1,0 +1,158 @@
+"""One host replica: an :class:`AgentHost` in a process of its own, answering the pool's requests.
+
+Ray runs this class as an actor (see :mod:`shell._ray.cluster`), but nothing here knows Ray: a request
+comes in as msgpack bytes and its reply goes out as msgpack bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from typing import Any
+
+import msgspec
+
+from actors import Address
+
+from .. import events as ev
+from .._protocol import GetHistory
+from ..config import Settings
+from ..host import AgentHost
+from ..store import StoreBusy, StoreUnavailable
+from . import wire
+from .outbox import Outbox
+
+__all__ = ["NotHere", "ReplicaCore"]
+
+logger = logging.getLogger("turnkeep.pool")
+
+_MAX_POLL_WAIT = 5.0
+_START_PATIENCE = 30.0
+_START_PAUSE = 0.5
+_TERMINAL_TAGS = frozenset(cls.__name__ for cls in ev.TERMINAL_EVENTS)
+_terminal_decoder = msgspec.json.Decoder(ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled)
+
+
+class NotHere(Exception):
+    """The session does not run on this replica (this incarnation never opened or resumed it)."""
+
+
+class ReplicaCore:
+    """A host and the outbox of its sessions' events.
+
+    Every request is answered with a :class:`wire.Reply`, never an exception: a failure is sent back as
+    its class name and message. Each session's events go to the outbox from the moment it is opened or
+    resumed here, until it is closed or the process ends.
+    """
+
+    def __init__(self, settings: bytes) -> None:
+        self.incarnation = uuid.uuid4().hex
+        self._host = _start_host(msgspec.msgpack.decode(settings, type=Settings))
+        self._outbox = Outbox()
+        self._lock = threading.Lock()
+        self._addresses: dict[str, Address] = {}
+        self._forwarders: dict[str, Any] = {}
+
+    def call(self, request: bytes) -> bytes:
+        """Answer one encoded :data:`wire.Request` with an encoded :class:`wire.Reply`."""
+        try:
+            value = self._answer(wire.decode_request(request))
+        except Exception as exc:
+            if not isinstance(exc, NotHere):
+                logger.debug("request failed", exc_info=True)
+            return wire.encode(wire.Reply(failure=wire.Failure(type(exc).__name__, str(exc))))
+        return wire.encode(wire.Reply(value=msgspec.Raw(wire.encode(value))))
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    def _answer(self, request: wire.Request) -> Any:
+        match request:
+            case wire.Poll(incarnation, after, wait):
+                # A cursor from another incarnation means nothing here: acknowledge nothing.
+                start = after if incarnation == self.incarnation else 0
+                taken = self._outbox.take(start, min(wait, _MAX_POLL_WAIT))
+                items = [wire.Item(seq, sid, msgspec.Raw(body)) for seq, sid, body in taken]
+                return wire.Batch(self.incarnation, items)
+            case wire.Deliver(session_id, message):
+                return self._address(session_id).ask(message)
+            case wire.OpenSession(session_id, workspace):
+                self._attach(session_id, self._host.open(workspace, session_id=session_id))
+                return self.incarnation
+            case wire.ResumeSession(session_id):
+                self._attach(session_id, self._host.resume(session_id))
+                return self.incarnation
+            case wire.History(session_id, include_replaced):
+                address = self._address(session_id)
+                chat = self._host.system.address(address.name.rsplit("/", 1)[0] + "/chat_state")
+                return chat.ask(GetHistory(include_replaced))
+            case wire.Settle(session_id, turns):
+                return self._settle(session_id, set(turns))
+            case wire.CloseSession(session_id):
+                with self._lock:
+                    self._addresses.pop(session_id, None)
+                    self._forwarders.pop(session_id, None)
+                self._host.close(session_id)
+                return None
+            case wire.ListSessions():
+                return self._host.list_sessions()
+            case wire.Ping():
+                with self._lock:
+                    sessions = sorted(self._addresses)
+                return wire.ReplicaInfo(self.incarnation, os.getpid(), sessions)
+            case wire.Shutdown(timeout):
+                self._host.shutdown(timeout)
+                return None
+        raise AssertionError(f"unhandled request {request!r}")  # pragma: no cover
+
+    def _address(self, session_id: str) -> Address:
+        with self._lock:
+            address = self._addresses.get(session_id)
+        if address is None:
+            raise NotHere(f"session {session_id!r} does not run on this replica")
+        return address
+
+    def _attach(self, session_id: str, address: Address) -> None:
+        """Send the session's events to the outbox (once, however often it is opened or resumed)."""
+        with self._lock:
+            if session_id in self._forwarders:
+                return
+            forwarder = self._forwarder(session_id)
+            self._forwarders[session_id] = forwarder
+            self._addresses[session_id] = address
+        self._host.subscribe(session_id, forwarder)
+
+    def _forwarder(self, session_id: str) -> Any:
+        outbox = self._outbox
+
+        def forward(event: Any) -> None:
+            # Called on the session's thread, with every event it publishes.
+            if isinstance(event, wire.FORWARDED):
+                outbox.put(session_id, wire.encode(event))
+
+        return forward
+
+    def _settle(self, session_id: str, turns: set[int]) -> wire.Settled:
+        store = self._host.store
+        outcomes: dict[int, ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled] = {}
+        for stored in store.load_events(session_id):
+            if stored.turn in turns and stored.type in _TERMINAL_TAGS:
+                outcomes[stored.turn] = _terminal_decoder.decode(stored.body)
+        current = store.get_session(session_id).current_turn
+        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current)
+
+
+def _start_host(settings: Settings) -> AgentHost:
+    """A host on the store of ``settings``, waiting out a store that is briefly busy or unreachable (a
+    replica restarted while the database restarts too): an error here would end the replica for good."""
+    deadline = time.monotonic() + _START_PATIENCE
+    while True:
+        try:
+            return AgentHost(settings)
+        except (StoreBusy, StoreUnavailable):
+            if time.monotonic() > deadline:
+                raise
+            logger.warning("the store is not ready; trying again", exc_info=True)
+            time.sleep(_START_PAUSE)

@@ -1,0 +1,374 @@
+"""Sessions on a pool of host replicas on a local Ray cluster (127.0.0.1 only, two replicas, a shared
+SQLite store, the embedded provider in this process): placement, routing, event streams, and what happens
+to sessions and turns when a replica's process dies."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from shell._ray.outbox import Outbox
+
+# Ray picks the address it listens on when it is imported: loopback only, before the import.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+ray = pytest.importorskip("ray", reason="the host pool runs on Ray: pip install 'turnkeep[ray]'")
+
+from sampler import AssistantMessage, Message, TextPart, UserMessage  # noqa: E402
+from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep  # noqa: E402
+from shell import events as ev  # noqa: E402
+from shell.config import Settings, load_settings  # noqa: E402
+from shell.facade import Host  # noqa: E402
+from shell.host import HostError  # noqa: E402
+from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
+from shell.ray_pool import (  # noqa: E402
+    AsyncPoolSession,
+    ClusterSettings,
+    HostPool,
+    PoolHost,
+    PoolSession,
+    connect,
+    load_cluster_settings,
+)
+from shell.store import SessionStore  # noqa: E402
+
+SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
+"""A turn that spends 4 s in a tool: long enough to kill its replica under it."""
+QUICK = " [[script:echo]]"
+"""Appended to a prompt after a slow one: the fake model answers the newest directive."""
+
+CLUSTER = ClusterSettings(backend="ray", replicas=2, replica_cpus=0.5, call_timeout=15.0, restart_wait=15.0)
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    with FakeProvider(Script.echo(), scripts={"slow": SLOW, "echo": Script.echo()}) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        namespace="turnkeep-tests",
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pool")
+
+
+def settings_for(provider: FakeProvider, directory: Path) -> Settings:
+    return load_settings(
+        environ={
+            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
+            "TURNKEEP_PROVIDER__MODEL": "fake-model",
+            "TURNKEEP_STORE__PATH": str(directory / "store.db"),
+            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
+            "TURNKEEP_TIMEOUTS__IDLE": "10",
+            "TURNKEEP_TOOLS__ALLOW": "shell",
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def host(provider: FakeProvider, local_ray: None, store_dir: Path) -> Iterator[PoolHost]:
+    with PoolHost(settings_for(provider, store_dir), cluster=CLUSTER) as pool_host:
+        yield pool_host
+
+
+def user_texts(messages: Iterable[Message]) -> list[str]:
+    return [
+        part.text
+        for message in messages
+        if isinstance(message, UserMessage)
+        for part in message.parts
+        if isinstance(part, TextPart)
+    ]
+
+
+def replica_of(pool: HostPool, session_id: str) -> Any:
+    name = pool.placement(session_id)
+    return next(status for status in pool.replicas() if status.name == name)
+
+
+def kill_when_tool_starts(session: PoolSession, text: str, kill: Any) -> list[Any]:
+    """The events of a turn, killing the replica under it once its tool is running."""
+    events = []
+    for event in session.prompt(text, event_timeout=30):
+        events.append(event)
+        if isinstance(event, ev.ToolCallStarted):
+            kill()
+    return events
+
+
+def wait_until_up(pool: HostPool, name: str, deadline: float = 30.0) -> Any:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        status = next(s for s in pool.replicas() if s.name == name)
+        if status.up:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"{name} did not come back")
+
+
+# -- placement and routing ---------------------------------------------------------------------------------
+
+
+def test_sessions_spread_over_both_replicas(host: PoolHost, store_dir: Path) -> None:
+    sessions = [host.open(store_dir / f"spread-{i}") for i in range(4)]
+    placements = [host.pool.placement(s.id) for s in sessions]
+    names = {status.name for status in host.pool.replicas()}
+    assert set(placements) == names and len(names) == 2
+    assert sorted(placements.count(name) for name in names) == [2, 2]
+    assert len({status.pid for status in host.pool.replicas()}) == 2
+    assert os.getpid() not in {status.pid for status in host.pool.replicas()}
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}
+
+
+def test_a_prompt_through_the_pool_streams_its_turn_and_the_shared_store_keeps_it(
+    host: PoolHost, store_dir: Path
+) -> None:
+    session = host.open(store_dir / "stream")
+    events = list(session.prompt("hello pool"))
+    assert isinstance(events[0], ev.TurnStarted) and events[0].turn == 1
+    assert any(isinstance(e, ev.TextDelta) for e in events)
+    assert events[-1] == ev.TurnCompleted(session.id, 1, "echo: hello pool", 1)
+    assert [type(m) for m in session.history()] == [UserMessage, AssistantMessage]
+    with SessionStore.open(store_dir / "store.db") as store:
+        stored = [m.message for m in store.load_messages(session.id)]
+        assert user_texts(stored) == ["hello pool"]
+        assert store.get_session(session.id).status == "idle"
+    assert session.id in {record.id for record in host.sessions()}
+
+
+def test_a_pool_address_takes_the_mailbox_messages_of_a_local_one(host: PoolHost, store_dir: Path) -> None:
+    address = host.pool.open(store_dir / "mailbox")
+    events: queue.Queue[Any] = queue.Queue()
+    assert address.ask(Subscribe(events)) is None
+    assert address.ask(Cancel()) is False
+    assert address.ask(UserPrompt("over the wire")) == 1
+    received = [events.get(timeout=15)]
+    while not isinstance(received[-1], ev.TERMINAL_EVENTS):
+        received.append(events.get(timeout=15))
+    assert received[-1] == ev.TurnCompleted(address.session_id, 1, "echo: over the wire", 1)
+    address.ask(Unsubscribe(events))
+    address.tell(UserPrompt("told"))
+    deadline = time.monotonic() + 15
+    while len([m for m in host.pool.history(address.session_id) if isinstance(m, AssistantMessage)]) < 2:
+        assert time.monotonic() < deadline, "the told prompt never ran"
+        time.sleep(0.05)
+    assert events.empty()
+
+
+def test_a_session_resumed_through_the_pool_keeps_its_history(host: PoolHost, store_dir: Path) -> None:
+    first = host.open(store_dir / "resume")
+    first.run("remember this")
+    again = host.resume(first.id)
+    reply = again.run("and this")
+    assert reply == ev.TurnCompleted(first.id, 2, "echo: and this", 1)
+    assert user_texts(again.history()) == ["remember this", "and this"]
+
+
+def test_an_unknown_session_is_refused_as_a_host_error(host: PoolHost) -> None:
+    with pytest.raises(HostError):
+        host.resume("no-such-session")
+    with pytest.raises(HostError):
+        host.pool.ask("never-opened", UserPrompt("hi"))
+
+
+# -- losing a replica --------------------------------------------------------------------------------------
+
+
+def test_killing_a_replica_mid_turn_ends_the_turn_interrupted_and_its_sessions_go_on(
+    host: PoolHost, store_dir: Path
+) -> None:
+    pool = host.pool
+    sessions = [host.open(store_dir / f"kill-{i}") for i in range(4)]
+    for session in sessions:
+        session.run("before")
+    # Four sessions on two replicas: one replica has at least two of them, the victim and a bystander.
+    victim = next(
+        s for s in sessions if [pool.placement(o.id) for o in sessions].count(pool.placement(s.id)) > 1
+    )
+    doomed = replica_of(pool, victim.id)
+
+    started = time.monotonic()
+    events = kill_when_tool_starts(
+        victim, "work [[script:slow]]", lambda: os.kill(doomed.pid, signal.SIGKILL)
+    )
+    assert events[-1] == ev.TurnCancelled(victim.id, 2, "interrupted")
+    assert time.monotonic() - started < 20
+    assert len([e for e in events if isinstance(e, ev.TERMINAL_EVENTS)]) == 1
+
+    with SessionStore.open(store_dir / "store.db") as store:
+        record = store.get_session(victim.id)
+        stored = [m.message for m in store.load_messages(victim.id)]
+        logged = [e.type for e in store.load_events(victim.id) if e.turn == 2]
+    assert record.status == "idle" and record.current_turn == 2
+    assert user_texts(stored) == ["before", "work [[script:slow]]"]
+    assert any(isinstance(m, AssistantMessage) and m.tool_calls for m in stored)
+    assert logged[-1] == "TurnCancelled"
+
+    restarted = wait_until_up(pool, doomed.name)
+    assert restarted.pid != doomed.pid and restarted.incarnation != doomed.incarnation
+    for session in sessions:
+        assert isinstance(session.run("after" + QUICK), ev.TurnCompleted)
+
+
+def test_a_replica_restarted_by_ray_mid_turn_converges_the_turn_and_serves_again(
+    host: PoolHost, store_dir: Path
+) -> None:
+    pool = host.pool
+    session = host.open(store_dir / "restart")
+    doomed = replica_of(pool, session.id)
+    events = kill_when_tool_starts(session, "work [[script:slow]]", lambda: pool.restart_replica(doomed.name))
+    terminal = events[-1]
+    assert terminal in (
+        ev.TurnCancelled(session.id, 1, "interrupted"),
+        ev.TurnCompleted(session.id, 1, "slept", 2),
+    )
+    assert wait_until_up(pool, doomed.name).incarnation != doomed.incarnation
+    assert isinstance(session.run("after" + QUICK), ev.TurnCompleted)
+
+
+def test_a_prompt_waiting_behind_an_interrupted_turn_runs_once_the_session_has_moved(
+    host: PoolHost, store_dir: Path
+) -> None:
+    pool = host.pool
+    session = host.open(store_dir / "queued")
+    doomed = replica_of(pool, session.id)
+    inbox: queue.Queue[Any] = queue.Queue()
+    session.address.ask(Subscribe(inbox))
+    assert session.address.ask(UserPrompt("work [[script:slow]]")) == 1
+    assert session.address.ask(UserPrompt("then this" + QUICK)) == 2
+    ends: dict[int, Any] = {}
+    while len(ends) < 2:
+        event = inbox.get(timeout=30)
+        if isinstance(event, ev.ToolCallStarted) and event.turn == 1:
+            os.kill(doomed.pid, signal.SIGKILL)
+        if isinstance(event, ev.TERMINAL_EVENTS):
+            assert event.turn not in ends, "a turn ended twice"
+            ends[event.turn] = event
+    assert ends[1] == ev.TurnCancelled(session.id, 1, "interrupted")
+    assert isinstance(ends[2], ev.TurnCompleted) and ends[2].turn == 2
+    wait_until_up(pool, doomed.name)
+
+
+def test_a_replica_gone_for_good_hands_its_sessions_to_the_other(
+    provider: FakeProvider, local_ray: None, tmp_path: Path
+) -> None:
+    cluster = ClusterSettings(
+        backend="ray", replicas=2, replica_cpus=0.25, call_timeout=10.0, restart_wait=10.0
+    )
+    with PoolHost(settings_for(provider, tmp_path), cluster=cluster) as pooled:
+        pool = pooled.pool
+        first, second = pooled.open(tmp_path / "first"), pooled.open(tmp_path / "second")
+        first.run("before")
+        doomed = replica_of(pool, first.id)
+        assert pool.placement(second.id) != doomed.name
+        ray.kill(ray.get_actor(doomed.name, namespace=cluster.namespace), no_restart=True)
+        deadline = time.monotonic() + 15
+        while pool.placement(first.id) in (doomed.name, None):
+            assert time.monotonic() < deadline, "the session never moved"
+            time.sleep(0.05)
+        assert first.run("after") == ev.TurnCompleted(first.id, 2, "echo: after", 1)
+        assert pool.placement(first.id) == pool.placement(second.id)
+        assert [s.up for s in pool.replicas() if s.name == doomed.name] == [False]
+
+
+def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
+    provider: FakeProvider, local_ray: None, tmp_path: Path
+) -> None:
+    cluster = ClusterSettings(
+        backend="ray", replicas=2, replica_cpus=0.25, call_timeout=1.0, restart_wait=1.0
+    )
+    with PoolHost(settings_for(provider, tmp_path), cluster=cluster) as pooled:
+        pool = pooled.pool
+        session = pooled.open(tmp_path / "silent")
+        session.run("before")
+        doomed = replica_of(pool, session.id)
+        os.kill(doomed.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 20
+            while pool.placement(session.id) in (doomed.name, None):
+                assert time.monotonic() < deadline, "the session never moved"
+                time.sleep(0.05)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(doomed.pid, signal.SIGCONT)
+        assert session.run("after") == ev.TurnCompleted(session.id, 2, "echo: after", 1)
+        assert wait_until_up(pool, doomed.name).pid != doomed.pid
+
+
+# -- the same ways in --------------------------------------------------------------------------------------
+
+
+def test_connect_picks_a_local_host_or_a_pool_from_the_cluster_settings(
+    provider: FakeProvider, local_ray: None, tmp_path: Path
+) -> None:
+    settings = settings_for(provider, tmp_path)
+    with connect(settings) as local:
+        assert isinstance(local, Host)
+        assert isinstance(local.open(tmp_path / "local").run("hi"), ev.TurnCompleted)
+    config = tmp_path / "cluster.toml"
+    config.write_text('[cluster]\nbackend = "ray"\nreplicas = 1\nreplica_cpus = 0.25\n')
+    with connect(settings, cluster=config) as pooled:
+        assert isinstance(pooled, PoolHost)
+        assert len(pooled.pool.replicas()) == 1
+        session = pooled.resume(pooled.sessions()[0].id)
+        assert session.run("again") == ev.TurnCompleted(session.id, 2, "echo: again", 1)
+        slow = session.prompt("work [[script:slow]]")
+        assert isinstance(next(slow), ev.TurnStarted)
+    assert list(slow)[-1] == ev.TurnCancelled(session.id, 3, "aborted")
+
+
+@pytest.mark.trio
+async def test_the_trio_face_streams_a_turn_from_the_pool(host: PoolHost, store_dir: Path) -> None:
+    session = AsyncPoolSession(await trio.to_thread.run_sync(lambda: host.open(store_dir / "trio")))
+    events = [event async for event in session.prompt("from trio")]
+    assert events[-1] == ev.TurnCompleted(session.id, 1, "echo: from trio", 1)
+    assert not await session.cancel()
+
+
+def test_cluster_settings_refuse_a_wrong_value_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"cluster\.replicas"):
+        ClusterSettings(replicas=0)
+    config = tmp_path / "cluster.toml"
+    config.write_text("[cluster]\ncall_timeout = -1\n")
+    with pytest.raises(ValueError, match=r"cluster\.call_timeout"):
+        load_cluster_settings(config)
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[store]\npath = 'elsewhere.db'\n")
+    assert load_cluster_settings(plain) == ClusterSettings()
+
+
+# -- the replica's outbox ----------------------------------------------------------------------------------
+
+
+def test_an_outbox_sends_again_what_was_not_acknowledged_and_forgets_what_was() -> None:
+    outbox = Outbox()
+    for n in range(3):
+        outbox.put("s", bytes([n]))
+    assert [seq for seq, _, _ in outbox.take(0, 0)] == [1, 2, 3]
+    assert [seq for seq, _, _ in outbox.take(0, 0)] == [1, 2, 3]
+    assert [seq for seq, _, _ in outbox.take(2, 0)] == [3]
+    assert outbox.take(3, 0) == []
+    assert outbox.take(0, 0) == []
