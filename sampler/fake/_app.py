@@ -173,7 +173,8 @@ class ProviderApp:
             self._stats.fault(fault.kind)
             style = self._settings.overflow_style or _OVERFLOW_STYLE[wire.name]
             limit = min(self._settings.context_window or parsed.prompt_tokens, parsed.prompt_tokens)
-            await _respond(send, overflow_response(style, parsed.prompt_tokens, max(1, limit - 1)), request_id)
+            response = overflow_response(style, parsed.prompt_tokens, max(1, limit - 1))
+            await _respond(send, response, request_id)
             return
         if fault is not None and (fault.kind in STATUS_KINDS or fault.kind == "token_expired"):
             self._stats.fault(fault.kind)
