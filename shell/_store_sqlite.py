@@ -115,10 +115,15 @@ class SqliteBackend:
 
     def _prepare(self, connection: sqlite3.Connection, synchronous: str, busy_timeout: float) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        # Read-only checks first: a file that is refused must not be touched.
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        (application_id,) = connection.execute("PRAGMA application_id").fetchone()
-        (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        # Read-only checks first: a file that is refused must not be touched. They read one snapshot, so
+        # another process creating the schema at this moment is seen either before or after, never half.
+        connection.execute("BEGIN")
+        try:
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+            (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.execute("COMMIT")
         if application_id not in (0, _schema.APPLICATION_ID) or (version == 0 and tables):
             raise StoreCorrupt(f"{self._path} is a SQLite database but not a session store", path=self._path)
         if version > _schema.SCHEMA_VERSION:
