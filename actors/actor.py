@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pykka
 
 from ._reply import Ask
-from .address import STOP, Address, StopRequest
+from .address import STOP, Address, Retry, StopRequest
 from .chaos import ChaosVerdict, _ChaosDice
 from .errors import ActorUnavailable, ChaosCrash, MessageDropped, Refuse, UnhandledMessage
 from .messages import ExitReason
@@ -75,9 +75,9 @@ class Actor(pykka.ThreadingActor):
       :class:`~actors.UnhandledMessage`, and the actor keeps running;
     * a handler may raise :class:`~actors.Refuse` to answer with an error and keep running;
     * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
-      exception (a told message is recorded as a dead letter), the incarnation ends at once (``on_stop``
-      does not run, ``on_failure`` does), messages still queued wait for the next incarnation, and the
-      supervisor applies its strategy;
+      exception; a told message is handed to the next incarnation once (crashing it again makes it a
+      dead letter); the incarnation ends at once (``on_stop`` does not run, ``on_failure`` does),
+      messages still queued wait for the next incarnation, and the supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
 
     Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
@@ -179,6 +179,9 @@ class Actor(pykka.ThreadingActor):
     def _deliver(self, message: Any) -> None:
         tk = self._tk
         ask: Ask | None = None
+        retried = type(message) is Retry
+        if retried:
+            message = message.message
         if type(message) is Ask:
             ask = message
             if not ask.claim():
@@ -217,13 +220,16 @@ class Actor(pykka.ThreadingActor):
                 tk.system.dead_letters.record(tk.address.name, message, f"refused: {refusal.error}")
             return
         except BaseException as exc:
+            retry = None
             if ask is not None:
                 ask.fail(exc)
+            elif not retried:
+                # A told message has no one to hear of the crash: the next incarnation gets it, once.
+                retry = Retry(message)
             else:
-                # A told message whose handling crashed the actor is not retried; it is recorded.
-                reason = f"the actor crashed while handling it: {exc!r}"
+                reason = f"the actor crashed twice while handling it: {exc!r}"
                 tk.system.dead_letters.record(tk.address.name, message, reason)
-            self._end(ExitReason.CRASHED, exc, f"crashed on {type(message).__name__}")
+            self._end(ExitReason.CRASHED, exc, f"crashed on {type(message).__name__}", first=retry)
             raise _Crashed from None
         if ask is not None:
             ask.resolve(result)
@@ -253,12 +259,14 @@ class Actor(pykka.ThreadingActor):
             return
         self._end(ExitReason.NORMAL, None, "the actor stopped")
 
-    def _end(self, reason: ExitReason, error: BaseException | None, why: str) -> None:
+    def _end(self, reason: ExitReason, error: BaseException | None, why: str, first: Any = None) -> None:
         tk = self._tk
         tk.exit_reason = reason
         tk.exit_error = error
         self.actor_stopped.set()
-        tk.address._detach(self.actor_ref, self.actor_inbox, reason=f"{why}; queued while it was stopping")
+        tk.address._detach(
+            self.actor_ref, self.actor_inbox, reason=f"{why}; queued while it was stopping", first=first
+        )
         if error is not None:
             if isinstance(error, ChaosCrash):
                 logger.info("%s %s: %s", tk.address.name, why, error)

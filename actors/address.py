@@ -160,10 +160,13 @@ class Address:
             elif self._ref is ref:
                 ref.tell(stop_message)
 
-    def _detach(self, ref: pykka.ActorRef[Any], inbox: Any, *, reason: str) -> None:
-        """The incarnation ``ref`` has ended: take back what is still in its inbox. It waits for the next
-        incarnation unless the address is stopping, in which case it becomes a dead letter."""
+    def _detach(self, ref: pykka.ActorRef[Any], inbox: Any, *, reason: str, first: Any = None) -> None:
+        """The incarnation ``ref`` has ended: take back what is still in its inbox (after ``first``, if
+        given). It waits for the next incarnation unless the address is stopping, in which case it
+        becomes a dead letter."""
         leftovers = _drain(inbox)
+        if first is not None:
+            leftovers.insert(0, first)
         dead: list[Any] = []
         schedule = False
         with self._lock:
@@ -203,6 +206,8 @@ class Address:
 
     def _dead(self, messages: list[Any], reason: str) -> None:
         for message in messages:
+            if isinstance(message, Retry):
+                message = message.message
             if isinstance(message, _Internal):
                 message.undeliverable(self.name)
             else:
@@ -244,6 +249,15 @@ class StopRequest(_Internal):
 
 
 STOP = StopRequest()
+
+
+class Retry:
+    """A told message whose handling crashed the previous incarnation, handed to the next one once."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
 
 
 def _drain(inbox: Any) -> list[Any]:

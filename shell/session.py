@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, handles
+from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, Refuse, handles
 from sampler import (
     AssistantMessage,
     Cancelled,
@@ -134,6 +134,10 @@ class SessionRuntime:
         )
 
 
+class _Init(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
 class _AuthDone(msgspec.Struct, frozen=True, tag=True):
     turn: int
     error: str | None
@@ -193,9 +197,18 @@ class SessionActor(Actor):
     # -- life ----------------------------------------------------------------------------------------
 
     def on_start(self) -> None:
-        rt = self._rt
         for sibling in ("sampler", "tools"):
             self.system.watch(self._sibling(sibling), self.address)
+        # The rest asks the chat state, which its supervisor may have to restart meanwhile: not in
+        # on_start, while that supervisor waits for this actor to start.
+        self.address.tell(_Init())
+
+    @handles(_Init)
+    def _on_init(self, _: _Init) -> None:
+        self._guard(self._init)
+
+    def _init(self) -> None:
+        rt = self._rt
         if rt.next_turn is None:
             record = self._chat(GetStatus())
             rt.next_turn = record.current_turn + 1
@@ -206,7 +219,7 @@ class SessionActor(Actor):
         if turn is not None and turn.phase in ("sampling", "compacting"):
             # This incarnation replaces one that crashed mid-step: abandon its request, send the step again.
             self._sibling("sampler").tell(CancelSample(turn.request_id))
-            self._guard(self._resubmit)
+            self._resubmit()
         elif turn is None and rt.prompts:
             self._start_next()
 
@@ -236,6 +249,11 @@ class SessionActor(Actor):
     def _on_prompt(self, message: UserPrompt) -> int:
         rt = self._rt
         rt.last_active = time.monotonic()
+        if rt.next_turn is None:
+            try:
+                self._init()
+            except _TurnError as exc:
+                raise Refuse(exc) from exc
         assert rt.next_turn is not None
         number = rt.next_turn + len(rt.prompts)  # next_turn already counts a turn in flight
         rt.prompts.append(message)

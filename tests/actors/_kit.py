@@ -22,6 +22,16 @@ class Boom(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
+class CrashOnce(msgspec.Struct, frozen=True, tag=True):
+    """Crashes the actor the first time it is handled, and only then."""
+
+    crashed: Any  # threading.Event
+
+
+def crash_once() -> CrashOnce:
+    return CrashOnce(threading.Event())
+
+
 class Block(msgspec.Struct, frozen=True, tag=True):
     release: Any  # threading.Event
 
@@ -79,6 +89,12 @@ class Counter(Actor):
     @handles(Boom)
     def boom(self, _: Boom) -> None:
         raise RuntimeError("boom")
+
+    @handles(CrashOnce)
+    def crash_once(self, message: CrashOnce) -> None:
+        if not message.crashed.is_set():
+            message.crashed.set()
+            raise RuntimeError("boom, once")
 
     @handles(Block)
     def block(self, message: Block) -> str:

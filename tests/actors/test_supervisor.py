@@ -18,7 +18,7 @@ from actors import (
     Supervisor,
     WhichChildren,
 )
-from tests.actors._kit import Block, Boom, Counter, Get, Inc, Journal
+from tests.actors._kit import Block, Boom, Counter, Get, Inc, Journal, crash_once
 
 
 def trio_of(journal: Journal, **spec: object) -> list[ChildSpec]:
@@ -64,7 +64,7 @@ def test_a_crash_restarts_the_children_its_strategy_names(
 def test_one_for_all_stops_the_others_in_reverse_order_then_starts_all_in_order(system: ActorSystem) -> None:
     journal = Journal()
     system.spawn(ChildSpec("sup", lambda: Supervisor(trio_of(journal), strategy=Strategy.ONE_FOR_ALL)))
-    system.address("sup/a").tell(Boom())
+    system.address("sup/a").tell(crash_once())
     assert journal.wait_for("c:start2")
     assert journal.snapshot() == [
         "a:start1", "b:start1", "c:start1",
@@ -107,7 +107,7 @@ def test_a_permanent_child_that_stops_normally_is_restarted(system: ActorSystem)
 
 def test_a_temporary_child_is_never_restarted(system: ActorSystem) -> None:
     counter = system.spawn(ChildSpec("temp", Counter, restart=Restart.TEMPORARY))
-    counter.tell(Boom())
+    counter.tell(crash_once())
     assert wait_until(lambda: counter.status == "stopped")
     with pytest.raises(ActorUnavailable):
         counter.ask(Get())
@@ -136,9 +136,9 @@ def test_exceeding_the_restart_intensity_escalates_to_the_parent(system: ActorSy
 def test_the_root_escalating_shuts_the_system_down_with_the_reason() -> None:
     system = ActorSystem(intensity=RestartIntensity(1, 10.0))
     counter = system.spawn(ChildSpec("counter", Counter))
-    counter.tell(Boom())
+    counter.tell(crash_once())
     assert wait_until(lambda: counter.ask(Get()) == 0)
-    counter.tell(Boom())
+    counter.tell(crash_once())
     assert system.wait_terminated(10)
     assert system.report is not None
     assert "root supervisor failed" in system.report.reason
@@ -184,14 +184,14 @@ def test_a_start_failure_during_restart_counts_toward_the_intensity(system: Acto
             lambda: Supervisor([ChildSpec("w", FailsAfterFirst)], intensity=RestartIntensity(3, 10.0)),
         )
     )
-    system.address("sup/w").tell(Boom())
+    system.address("sup/w").tell(crash_once())
     # Two failed restarts and a third that worked: three restarts, within the intensity.
     assert system.address("sup/w").ask(Get()) == 0
     assert incarnations(system, "sup") == {"w": 4}
     assert incarnations(system, "root") == {"sup": 1}
     assert len(attempts) == 4
     # One more crash is one restart too many.
-    system.address("sup/w").tell(Boom())
+    system.address("sup/w").tell(crash_once())
     assert wait_until(lambda: incarnations(system, "root") == {"sup": 2})
     assert sup.ask(WhichChildren())[0].incarnation == 1
 
