@@ -45,6 +45,7 @@ from actors import (
     DeadLetter,
     Down,
     ExitReason,
+    SupervisorEscalation,
     handles,
 )
 from sampler import AssistantMessage, ImagePart, LlmErrorKind, TextPart, ToolMessage, UserMessage
@@ -73,11 +74,14 @@ from .store import SessionStore, StoreError
 
 __all__ = [
     "ChaosReport",
+    "DeadLetterCount",
     "Resources",
     "TurnBound",
+    "chaos_run",
     "event_log_violations",
     "history_violations",
     "leaks",
+    "print_report",
     "replay_command",
     "run",
     "turn_bound",
@@ -113,10 +117,16 @@ _TOOL_ROUNDS = 2
 _SHELL_TIMEOUT = 3.0
 _IMAGE_BYTES = 15_000
 _MAX_BODY_BYTES = 36_000
+"""Two images of a prompt that shows some (20 KB of base64 each) make a request too large, so it is sent
+again without them; a text prompt of ``_OVERSIZED_CHARS`` is too large whatever is done."""
 _OVERSIZED_CHARS = 48_000
 _PROVIDER_WINDOW = 2_400
+"""The provider's real window, in tokens: a few turns overflow it, so sessions compact and learn it."""
 _ESTIMATED_WINDOW = 4_000
-_REQUESTS_PER_TOKEN = 100
+"""The window the sessions are told of, larger than the real one, so that overflows do happen."""
+_REQUESTS_PER_TOKEN = 10
+"""Model calls an access token serves, per turn that may run at once (the sessions share one credential,
+so a token lasts a couple of seconds however many sessions run; longer than the auth back-off)."""
 _PROMPT_TRIES = 3
 _ASK_TRIES = 3
 _SHUTDOWN_TIMEOUT = 30.0
@@ -132,11 +142,6 @@ _MARK = "TURNKEEP_CHAOS_MARK"
 class _CancelPlan:
     after_events: int | None = None
     after_seconds: float | None = None
-
-    def describe(self) -> str:
-        if self.after_events is not None:
-            return f"after {self.after_events} events"
-        return f"after {self.after_seconds:.2f} s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +285,7 @@ class _Tally:
     other: collections.Counter[str] = field(default_factory=collections.Counter)
     other_errors: list[str] = field(default_factory=list)
     killed: collections.Counter[str] = field(default_factory=collections.Counter)
+    escalated: collections.Counter[str] = field(default_factory=collections.Counter)
     dead: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)
     crashed_on: collections.defaultdict[str, list[str]] = field(
         default_factory=lambda: collections.defaultdict(list)
@@ -291,6 +297,13 @@ class _Tally:
             if message.reason is ExitReason.CRASHED:
                 if isinstance(message.error, ChaosCrash):
                     self.injected[kind] += 1
+                    parts = message.address.split("/")
+                    if parts[:2] == ["host", "session"] and len(parts) > 3:
+                        # The runtime's text for it ends with "on <message type>".
+                        on = str(message.error).rsplit(" on ", 1)[-1]
+                        self.crashed_on[parts[2]].append(f"{kind} on {on}")
+                elif isinstance(message.error, SupervisorEscalation):
+                    self.escalated[kind] += 1
                 else:
                     self.other[kind] += 1
                     self.other_errors.append(f"{message.address}: {message.error!r}")
@@ -302,8 +315,8 @@ class _Tally:
         with self.lock:
             self.dead[key] += 1
             parts = letter.address.split("/")
-            if key[2] == "crashed on it" and parts[:2] == ["host", "session"] and len(parts) > 3:
-                self.crashed_on[parts[2]].append(f"{key[0]} on {key[1]}")
+            if key[2].startswith("crashed on it") and parts[:2] == ["host", "session"] and len(parts) > 3:
+                self.crashed_on[parts[2]].append(f"{key[0]} gave up on {key[1]}")
 
 
 class _Watcher(Actor):
@@ -335,11 +348,13 @@ def _actor_kind(address: str) -> str:
 
 
 _REASONS: tuple[tuple[str, str], ...] = (
+    ("the actor crashed twice while handling it", "crashed on it twice"),
     ("the actor crashed while handling it", "crashed on it"),
     ("the asker gave up before delivery", "asker gave up"),
     ("did not come back within", "restart too slow"),
     ("the system has shut down", "after shutdown"),
     ("the actor has stopped", "after stop"),
+    ("the actor is stopping", "while stopping"),
     ("actor ended and is not restarted", "after the actor ended"),
     ("queued while it was stopping", "queued behind a stop"),
     ("dropped by the chaos policy", "dropped"),
@@ -353,6 +368,11 @@ _EXPLANATIONS: dict[tuple[str, str], str] = {
         "a told message on which an injected crash fell: the runtime records it instead of handling it "
         "(whether its turn recovered is what the convergence check says)"
     ),
+    ("*", "crashed on it twice"): (
+        "a told message on which injected crashes fell twice (it is handed to the next incarnation once): "
+        "the runtime gives up on it (whether its turn recovered is what the convergence check says)"
+    ),
+    ("*", "while stopping"): "sent to an actor while it was being stopped for good (at shutdown)",
     ("Down", "after stop"): (
         "the session watches its sampler and tool runner; at shutdown they stop after it, so their last "
         "Down notices find it stopped"
@@ -410,6 +430,7 @@ class _Limits:
     bound: TurnBound
     start_wait: float
     ask_timeout: float
+    gate: Callable[[], str] = lambda: "no turn gate"
 
 
 def _ask(address: Address, message: Any, timeout: float, *, tries: int = _ASK_TRIES) -> Any:
@@ -477,7 +498,10 @@ def _run_turn(address: Address, events: queue.Queue[Any], entry: _TurnLog, limit
             if time.monotonic() >= deadline:
                 entry.outcome = "hung"
                 entry.elapsed = time.monotonic() - (entry.began or acked)
-                entry.detail = f"no end within the bound; the last event was {entry.last_event or 'none'}"
+                if entry.began is None:
+                    entry.detail = f"it never started; {limits.gate()}"
+                else:
+                    entry.detail = f"no end within the bound; the last event was {entry.last_event}"
                 return
             continue
         if getattr(event, "turn", None) != entry.number:
@@ -724,6 +748,7 @@ class ChaosReport(msgspec.Struct, frozen=True):
     prompts_refused: int
     crashes: dict[str, int]
     other_crashes: dict[str, int]
+    escalations: dict[str, int]
     killed: dict[str, int]
     runtime: dict[str, int]
     dead_letters: list[DeadLetterCount]
@@ -868,6 +893,7 @@ def _build_report(
         prompts_refused=sum(len(t.refusals) for t in turns),
         crashes=crashes,
         other_crashes=dict(tally.other),
+        escalations=dict(tally.escalated),
         killed=dict(tally.killed),
         runtime=dict(sorted(runtime.items())),
         dead_letters=dead,
@@ -883,7 +909,8 @@ def _build_report(
     )
 
 
-def _print_report(report: ChaosReport) -> None:
+def print_report(report: ChaosReport) -> None:
+    """Print ``report`` as tables, then its violations (or that there is none) and how to replay it."""
     from rich.console import Console
     from rich.table import Table
 
@@ -914,11 +941,20 @@ def _print_report(report: ChaosReport) -> None:
         ("prompts refused (sent again)", report.prompts_refused),
     ]
     table("faults and recoveries", ("what", "count"), recoveries)
-    crash_rows = [(kind, n, report.other_crashes.get(kind, 0)) for kind, n in report.crashes.items()]
-    crash_rows += [(k, 0, n) for k, n in report.other_crashes.items() if k not in report.crashes]
+    kinds = [*report.crashes, *report.other_crashes, *report.escalations, *report.killed]
+    crash_rows = [
+        (
+            kind,
+            report.crashes.get(kind, 0),
+            report.other_crashes.get(kind, 0),
+            report.escalations.get(kind, 0),
+            report.killed.get(kind, 0),
+        )
+        for kind in dict.fromkeys(kinds)
+    ]
     table(
-        "actor crashes (each restarted; tool actors are temporary)",
-        ("actor", "injected", "other"),
+        "actor incarnations that ended badly (tool actors are temporary, the others are restarted)",
+        ("actor", "injected crashes", "other crashes", "escalations", "killed"),
         crash_rows,
     )
     table("runtime counters", ("counter", "value"), report.runtime.items())
@@ -931,13 +967,14 @@ def _print_report(report: ChaosReport) -> None:
     if report.violations:
         console.print(f"[bold red]{len(report.violations)} violations[/bold red]:")
         for violation in report.violations:
-            console.print(f"  - {violation}", markup=False)
+            console.print(f"  - {violation}", markup=False, soft_wrap=True)
     else:
         console.print(
             f"[bold green]no violations[/bold green]: {total} turns converged, nothing lost, "
             "nothing left behind"
         )
-    console.print(f"seed {report.seed} ({report.duration:.1f} s); replay with: {report.replay}", markup=False)
+    console.print(f"seed {report.seed}, {report.duration:.1f} s; replay with:", markup=False)
+    console.print(report.replay, markup=False, soft_wrap=True)
 
 
 # -- the run ---------------------------------------------------------------------------------------------
@@ -967,7 +1004,7 @@ def run(
     if as_json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
-        _print_report(report)
+        print_report(report)
     return 0 if report.ok else 1
 
 
@@ -979,10 +1016,8 @@ def chaos_run(
     actor_crash_rate: float = 0.0,
     profile: str = "light",
     cancel_rate: float = 0.1,
-    on_host: Callable[[AgentHost], None] | None = None,
 ) -> ChaosReport:
-    """Run the chaos workload and return its report; see :func:`run`. ``on_host`` is called with the
-    host once it is up (before any session opens)."""
+    """Run the chaos workload and return its report; see :func:`run`."""
     if sessions < 1 or turns < 1:
         raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
     if not 0.0 <= actor_crash_rate <= 1.0 or not 0.0 <= cancel_rate <= 1.0:
@@ -998,6 +1033,7 @@ def chaos_run(
     }
     plans = _plan(seed, sessions, turns, cancel_rate)
     workers = min(sessions, 16)
+    slots = max(1, workers // 2)
     mark = f"{os.getpid()}-{seed}-{time.time_ns()}"
     before = Resources.take(mark)
     started = time.monotonic()
@@ -1012,11 +1048,11 @@ def chaos_run(
             faults=faults,
             context_window=_PROVIDER_WINDOW,
             max_body_bytes=_MAX_BODY_BYTES,
-            token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN),
+            token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN * slots),
         )
         provider.start()
         try:
-            settings = _settings(provider.base_url, root / "sessions.db", max(1, workers // 2))
+            settings = _settings(provider.base_url, root / "sessions.db", slots)
             system = ActorSystem(ask_timeout=settings.timeouts.ask)
             bound = turn_bound(
                 settings,
@@ -1025,28 +1061,28 @@ def chaos_run(
                 retry_after=(faults.retry_after_ms or 0) / 1000,
                 restart_wait=system.restart_wait,
             )
-            limits = _Limits(
-                bound,
-                start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
-                ask_timeout=settings.timeouts.ask,
-            )
-            system.dead_letters.subscribe(tally.dead_letter)
-            watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
             policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
             chaos = SessionChaos(session=policy, chat_state=policy, sampler=policy, tools=policy)
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
-            host = AgentHost(
-                settings,
-                credentials=credential,
-                registry=lambda: _registry(mark),
-                chaos=chaos,
-                system=system,
-            )
+            host: AgentHost | None = None
             try:
-                if on_host is not None:
-                    on_host(host)
+                system.dead_letters.subscribe(tally.dead_letter)
+                watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
+                host = AgentHost(
+                    settings,
+                    credentials=credential,
+                    registry=lambda: _registry(mark),
+                    chaos=chaos,
+                    system=system,
+                )
+                limits = _Limits(
+                    bound,
+                    start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
+                    ask_timeout=settings.timeouts.ask,
+                    gate=_describe_gate(host),
+                )
                 violations += _drive_all(host, root, logs, limits, workers, system, watcher)
             finally:
                 violations += _shut_down(host, system)
@@ -1119,10 +1155,16 @@ def _watch(system: ActorSystem, watcher: Address, session_id: str, host: AgentHo
         system.watch(system.address(f"{base}/{kind}"), watcher)
 
 
-def _shut_down(host: AgentHost, system: ActorSystem) -> list[str]:
+def _describe_gate(host: AgentHost) -> Callable[[], str]:
+    limit = host.settings.host.max_concurrent_turns
+    return lambda: f"{host.gate.running} of {limit} turn slots held, {host.gate.waiting} sessions waiting"
+
+
+def _shut_down(host: AgentHost | None, system: ActorSystem) -> list[str]:
     problems = []
     try:
-        host.shutdown(timeout=_SHUTDOWN_TIMEOUT)
+        if host is not None:
+            host.shutdown(timeout=_SHUTDOWN_TIMEOUT)
     except Exception as exc:
         problems.append(f"the host did not shut down: {exc!r}")
     report = system.shutdown(timeout=_SHUTDOWN_TIMEOUT, reason="chaos run over")
