@@ -120,6 +120,11 @@ class Actor(pykka.ThreadingActor):
         """1 for the first start of this address's actor, then one more per restart."""
         return self._tk.number
 
+    @property
+    def stopping(self) -> bool:
+        """Whether this incarnation has been asked to stop (a handler may cut long work short)."""
+        return self._tk.stop_requested
+
     def stop_self(self) -> None:
         """Stop cooperatively after the messages already queued (``on_stop`` runs); the supervisor then
         restarts the actor if its restart type says so."""

@@ -125,6 +125,8 @@ class SessionRuntime:
     next_turn: int | None = None
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     gate: TurnGate | None = None
+    unrecorded: list[Any] = field(default_factory=list)
+    """Turn endings published but not yet stored (the chat state was down); stored on the next start."""
     last_active: float = field(default_factory=time.monotonic)
     bridge: RecoveryBridge = field(init=False)
 
@@ -182,6 +184,8 @@ class SessionActor(Actor):
     def _chat(self, message: Any) -> Any:
         """Ask the chat state, riding out its restarts (a crash before handling leaves nothing done)."""
         for attempt in range(_CHAT_TRIES):
+            if attempt and self.stopping:
+                raise _TurnError("aborted", "the session is stopping")
             try:
                 return self._chat_address.ask(message)
             except AskTimeout as exc:
@@ -209,6 +213,11 @@ class SessionActor(Actor):
 
     def _init(self) -> None:
         rt = self._rt
+        while rt.unrecorded:
+            event = rt.unrecorded[0]
+            self._chat(EndTurn())
+            self._chat(LogEvent(event.turn, event))
+            rt.unrecorded.pop(0)
         if rt.next_turn is None:
             record = self._chat(GetStatus())
             rt.next_turn = record.current_turn + 1
@@ -737,9 +746,11 @@ class SessionActor(Actor):
             self._chat(EndTurn())
             self._chat(LogEvent(turn.number, event))
         except _TurnError:
-            logger.exception(
-                "session %s: could not record the end of turn %s", self._opts.session_id, turn.number
+            # Kept until the chat state is back: the next incarnation records it first thing.
+            logger.warning(
+                "session %s: the end of turn %s waits to be recorded", self._opts.session_id, turn.number
             )
+            rt.unrecorded.append(event)
         self._publish(event)
         rt.last_active = time.monotonic()
         if rt.gate is not None:
