@@ -313,6 +313,11 @@ class Supervisor(Actor):
 
     def _stop_all(self) -> None:
         self._stopping = True
+        # Children waiting for a restart will not get one: what waits for them fails now, so the
+        # siblings blocked on them can stop in time.
+        for child in self._children:
+            if child.actor is None:
+                child.address._close("its supervisor stopped before restarting it")
         for child in reversed(self._children):
             self._stop_child(child, restarting=False)
         self._children.clear()
