@@ -45,7 +45,9 @@ class SessionParts:
     tools: ToolBridgeSettings = field(default_factory=ToolBridgeSettings)
     doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
     chaos: SessionChaos = field(default_factory=SessionChaos)
-    intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(10, 5.0))
+    intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(30, 5.0))
+    """A session's actors restart cheaply (state lives in the store and outside the actors), so a burst of
+    crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
 
 
 def session_runtime(parts: SessionParts, gate: TurnGate | None = None) -> SessionRuntime:
