@@ -127,7 +127,10 @@ _ESTIMATED_WINDOW = 4_000
 _REQUESTS_PER_TOKEN = 10
 """Model calls an access token serves, per turn that may run at once (the sessions share one credential,
 so a token lasts a couple of seconds however many sessions run; longer than the auth back-off)."""
-_PROMPT_TRIES = 3
+_PROMPT_TRIES = 6
+_PROMPT_BACKOFF = 0.25
+"""A refused prompt is sent again after 0.25 s, then 0.5 s, 1 s…: 7.75 s in all, longer than a subtree
+takes to come back from an escalation."""
 _ASK_TRIES = 3
 _SHUTDOWN_TIMEOUT = 30.0
 _THREAD_GRACE = 12.0
@@ -470,6 +473,8 @@ def _drive(host: AgentHost, root: Path, plan: _SessionPlan, log: _SessionLog, li
 def _run_turn(address: Address, events: queue.Queue[Any], entry: _TurnLog, limits: _Limits) -> None:
     plan = entry.plan
     for attempt in range(_PROMPT_TRIES):
+        if attempt:
+            time.sleep(_PROMPT_BACKOFF * 2 ** (attempt - 1))
         text = plan.text if attempt == 0 else f"{plan.text} (sent again, {attempt})"
         try:
             entry.number = address.ask(UserPrompt(text, plan.images), timeout=limits.ask_timeout)
@@ -803,7 +808,7 @@ def _turn_violations(
             elif turn.outcome == "refused":
                 problems.append(f"{where}: the prompt was refused {len(turn.refusals)} times ({turn.detail})")
             elif turn.outcome == "failed" and turn.detail not in _KNOWN_KINDS:
-                problems.append(f"{where}: failed with an unnamed kind {turn.detail!r}")
+                problems.append(f"{where}: failed with the undocumented kind {turn.detail!r}")
             elif turn.outcome in ("completed", "failed", "cancelled") and turn.elapsed > bound.seconds:
                 problems.append(
                     f"{where}: took {turn.elapsed:.1f} s, beyond the bound of {bound.seconds:.0f} s"
