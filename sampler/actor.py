@@ -142,6 +142,9 @@ class SamplerActor(Actor):
 
     def _next(self) -> None:
         runtime = self._runtime
+        for request_id, (_, job) in list(runtime.running.items()):
+            if job.done:  # its _StepDone may have been lost with a crashed incarnation
+                runtime.running.pop(request_id, None)
         if runtime.running or not runtime.queue:
             return
         sample = runtime.queue.popleft()
