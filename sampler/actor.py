@@ -92,8 +92,7 @@ class SamplerActor(Actor):
         self._runtime = runtime
 
     def on_start(self) -> None:
-        if not self._runtime.running:
-            self._next()
+        self._next()
 
     def on_stop(self) -> None:
         runtime = self._runtime
