@@ -477,14 +477,19 @@ class SessionActor(Actor):
         turn = self._rt.turn
         if turn is None:
             return
+        end: ev.TurnFailed | ev.TurnCancelled = (
+            ev.TurnCancelled(self._opts.session_id, turn.number, "aborted")
+            if kind == "aborted"  # the session is stopping: the program cut the turn off
+            else ev.TurnFailed(self._opts.session_id, turn.number, kind, message)
+        )
         try:
-            self._finish(ev.TurnFailed(self._opts.session_id, turn.number, kind, message))
+            self._finish(end)
         except Exception:
             logger.exception(
                 "session %s: could not record the end of turn %s", self._opts.session_id, turn.number
             )
             self._rt.turn = None
-            self._publish(ev.TurnFailed(self._opts.session_id, turn.number, kind, message))
+            self._publish(end)
 
     def _start(self, prompt: UserPrompt) -> None:
         rt = self._rt
