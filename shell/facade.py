@@ -30,6 +30,25 @@ def _settings(config: Settings | str | Path | None) -> Settings:
     return config if isinstance(config, Settings) else load_settings(config)
 
 
+def turn_events(
+    address: Any, events: queue.Queue[Any], session_id: str, text: str, timeout: float
+) -> Iterator[Any]:
+    """Send ``text`` as a prompt to ``address`` and yield, from ``events`` (the session's subscribed
+    queue), that turn's events up to its terminal one; :class:`HostError` when none comes for ``timeout``
+    seconds."""
+    number = address.ask(UserPrompt(text))
+    while True:
+        try:
+            event = events.get(timeout=timeout)
+        except queue.Empty:
+            raise HostError(f"no event from session {session_id!r} for {timeout:g} s") from None
+        if getattr(event, "turn", number) != number:
+            continue
+        yield event
+        if isinstance(event, ev.TERMINAL_EVENTS):
+            return
+
+
 class Session:
     """One session seen from a script: ``for event in session.prompt("…")`` yields the turn's events,
     the last one terminal; :meth:`cancel` ends the running turn (from any thread)."""
@@ -44,17 +63,7 @@ class Session:
     def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> Iterator[Any]:
         """Send ``text`` and yield this turn's events up to its end. Raises :class:`HostError` when no
         event arrives within ``event_timeout`` seconds."""
-        number = self.address.ask(UserPrompt(text))
-        while True:
-            try:
-                event = self._events.get(timeout=event_timeout)
-            except queue.Empty:
-                raise HostError(f"no event from session {self.id!r} for {event_timeout:g} s") from None
-            if getattr(event, "turn", number) != number:
-                continue
-            yield event
-            if isinstance(event, ev.TERMINAL_EVENTS):
-                return
+        yield from turn_events(self.address, self._events, self.id, text, event_timeout)
 
     def run(self, text: str) -> Any:
         """Send ``text`` and return the turn's terminal event."""

@@ -29,8 +29,7 @@ from ._ray.errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUna
 from ._ray.pool import HostPool, PoolAddress, ReplicaStatus
 from ._ray.settings import ClusterSettings, load_cluster_settings
 from .config import Settings, load_settings
-from .facade import Host
-from .host import HostError
+from .facade import Host, turn_events
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from .store import SessionRecord
 
@@ -93,17 +92,7 @@ class PoolSession:
         """Send ``text`` and yield this turn's events up to its end. Raises :class:`HostError` when no
         event arrives within ``event_timeout`` seconds, :class:`ReplicaUnavailable` when no replica
         took the prompt."""
-        number = self.address.ask(UserPrompt(text))
-        while True:
-            try:
-                event = self._events.get(timeout=event_timeout)
-            except queue.Empty:
-                raise HostError(f"no event from session {self.id!r} for {event_timeout:g} s") from None
-            if getattr(event, "turn", number) != number:
-                continue
-            yield event
-            if isinstance(event, ev.TERMINAL_EVENTS):
-                return
+        yield from turn_events(self.address, self._events, self.id, text, event_timeout)
 
     def run(self, text: str) -> Any:
         """Send ``text`` and return the turn's terminal event."""
