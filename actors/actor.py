@@ -75,9 +75,11 @@ class Actor(pykka.ThreadingActor):
       :class:`~actors.UnhandledMessage`, and the actor keeps running;
     * a handler may raise :class:`~actors.Refuse` to answer with an error and keep running;
     * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
-      exception; a told message is handed to the next incarnation once (crashing it again makes it a
-      dead letter); the incarnation ends at once (``on_stop`` does not run, ``on_failure`` does),
-      messages still queued wait for the next incarnation, and the supervisor applies its strategy;
+      exception; a told message is handed to the next incarnation once (its handler crashing again makes
+      it a dead letter; a crash injected by a :class:`~actors.ChaosPolicy` happens before the handler
+      runs, so it never counts against the message); the incarnation ends at once (``on_stop`` does
+      not run, ``on_failure`` does), messages still queued wait for the next incarnation, and the
+      supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
 
     Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
@@ -184,9 +186,9 @@ class Actor(pykka.ThreadingActor):
     def _deliver(self, message: Any) -> None:
         tk = self._tk
         ask: Ask | None = None
-        retried = type(message) is Retry
-        if retried:
-            message = message.message
+        crashes = 0
+        if type(message) is Retry:
+            crashes, message = message.crashes, message.message
         if type(message) is Ask:
             ask = message
             if not ask.claim():
@@ -204,6 +206,7 @@ class Actor(pykka.ThreadingActor):
             reason = f"{type(self).__name__} has no handler for {type(message).__name__}"
             self._reject(message, ask, reason, UnhandledMessage(f"{tk.address.name!r}: {reason}"))
             return
+        injected = False
         try:
             if tk.chaos is not None:
                 verdict, delay = tk.chaos.roll(message)
@@ -216,6 +219,7 @@ class Actor(pykka.ThreadingActor):
                     return
                 if verdict is ChaosVerdict.CRASH:
                     tk.system._count("chaos_crashes")
+                    injected = True
                     raise ChaosCrash(f"injected crash in {tk.address.name!r} on {type(message).__name__}")
             result = handler(self, message)
         except Refuse as refusal:
@@ -228,9 +232,12 @@ class Actor(pykka.ThreadingActor):
             retry = None
             if ask is not None:
                 ask.fail(exc)
-            elif not retried:
+            elif injected:
+                # Injected before the handler ran: the message was not handled, so it is not to blame.
+                retry = Retry(message, crashes)
+            elif crashes == 0:
                 # A told message has no one to hear of the crash: the next incarnation gets it, once.
-                retry = Retry(message)
+                retry = Retry(message, 1)
             else:
                 reason = f"the actor crashed twice while handling it: {exc!r}"
                 tk.system.dead_letters.record(tk.address.name, message, reason)

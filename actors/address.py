@@ -252,12 +252,14 @@ STOP = StopRequest()
 
 
 class Retry:
-    """A told message whose handling crashed the previous incarnation, handed to the next one once."""
+    """A told message whose handling crashed the previous incarnation, handed to the next one;
+    ``crashes`` counts the crashes its own handler caused (injected crashes do not count)."""
 
-    __slots__ = ("message",)
+    __slots__ = ("crashes", "message")
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: Any, crashes: int) -> None:
         self.message = message
+        self.crashes = crashes
 
 
 def _drain(inbox: Any) -> list[Any]:

@@ -68,6 +68,23 @@ def test_a_subtree_policy_reaches_every_worker_below_a_supervisor(system: ActorS
     assert system.address("sup/w").ask(Get()) == 0
 
 
+def test_an_injected_crash_never_uses_up_a_told_message(system: ActorSystem) -> None:
+    # Injected crashes happen before the handler runs, so the message is not to blame: three in a row
+    # still leave it to be handled, once, by the fourth incarnation.
+    def crashes_three_times_then_handles(seed: int) -> bool:
+        policy = ChaosPolicy(seed=seed, crash_probability=0.5, crash_on=(Inc,))
+        first = [verdicts(policy, "c", incarnation, 1)[0] for incarnation in (1, 2, 3, 4)]
+        return first == [ChaosVerdict.CRASH] * 3 + [ChaosVerdict.HANDLE]
+
+    seed = next(s for s in range(10_000) if crashes_three_times_then_handles(s))
+    policy = ChaosPolicy(seed=seed, crash_probability=0.5, crash_on=(Inc,))
+    counter = system.spawn(ChildSpec("c", Counter, chaos=policy))
+    counter.tell(Inc(1))
+    assert counter.ask(Get()) == 1
+    assert system.metrics()["chaos_crashes"] == 3
+    assert system.dead_letters.total == 0
+
+
 class Apply(msgspec.Struct, frozen=True, tag=True):
     op_id: int
 
