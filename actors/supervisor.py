@@ -255,7 +255,7 @@ class Supervisor(Actor):
         incarnation = _Incarnation(self.system, child.address, child.incarnation, self._child_ended, dice)
         self.system._launch(actor, incarnation)
         if not incarnation.started.wait(spec.start_timeout):
-            self._kill(child, actor)
+            self._kill(child, actor, f"on_start did not finish within {spec.start_timeout:g} s")
             raise ChildStartError(f"{name!r}: on_start did not finish within {spec.start_timeout:g} s")
         if incarnation.start_error is not None:
             err = incarnation.start_error
@@ -329,18 +329,16 @@ class Supervisor(Actor):
             incarnation.stop_requested = True
             child.address._begin_stop(actor.actor_ref, STOP, restarting=restarting)
             if not incarnation.exited.wait(child.spec.shutdown_timeout):
-                self._kill(child, actor)
+                self._kill(child, actor, f"did not stop within {child.spec.shutdown_timeout:g} s")
             child.actor = None
         if not restarting:
             child.address._close("the actor has stopped")
 
-    def _kill(self, child: _Child, actor: Actor) -> None:
+    def _kill(self, child: _Child, actor: Actor, why: str) -> None:
         incarnation = actor._tk
         incarnation.stop_requested = True
         incarnation.killed = True
-        self.system._record_forced(
-            f"{child.address.name}: did not stop within {child.spec.shutdown_timeout:g} s and was killed"
-        )
+        self.system._record_forced(f"{child.address.name}: {why} and was killed")
         child.address._detach(actor.actor_ref, actor.actor_inbox, reason="the actor was killed")
         child.address._notify_down(ExitReason.KILLED, None, incarnation.number)
         with contextlib.suppress(pykka.ActorDeadError):

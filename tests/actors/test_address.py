@@ -93,8 +93,10 @@ def test_asks_racing_a_stop_each_end_with_a_reply_or_a_named_error(system: Actor
     counter = system.spawn(ChildSpec("counter", Counter))
     outcomes: list[str] = []
     lock = threading.Lock()
+    racing = threading.Barrier(5)
 
     def hammer() -> None:
+        racing.wait(5)
         for _ in range(200):
             try:
                 counter.ask(Inc(1), timeout=5)
@@ -107,7 +109,7 @@ def test_asks_racing_a_stop_each_end_with_a_reply_or_a_named_error(system: Actor
     threads = [threading.Thread(target=hammer) for _ in range(4)]
     for thread in threads:
         thread.start()
-    time.sleep(0.01)
+    racing.wait(5)  # every thread is about to ask as the stop begins
     system.stop("counter")
     for thread in threads:
         thread.join(10)

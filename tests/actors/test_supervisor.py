@@ -12,6 +12,7 @@ from actors import (
     ActorSystem,
     ActorUnavailable,
     ChildSpec,
+    ChildStartError,
     Restart,
     RestartIntensity,
     Strategy,
@@ -147,14 +148,13 @@ def test_the_root_escalating_shuts_the_system_down_with_the_reason() -> None:
 
 
 def test_a_child_that_does_not_stop_within_its_timeout_is_killed_and_reported(system: ActorSystem) -> None:
-    release = threading.Event()
-    counter = system.spawn(ChildSpec("slow", Counter, shutdown_timeout=0.2))
+    release, journal = threading.Event(), Journal()
+    counter = system.spawn(ChildSpec("slow", lambda: Counter(journal, "slow"), shutdown_timeout=0.2))
     threading.Thread(target=counter.ask, args=(Block(release),), daemon=True).start()
     counter.tell(Inc(1))
-    time.sleep(0.05)  # let the Block reach the handler; the stop then waits behind it
+    assert journal.wait_for("slow:blocked")  # the stop now waits behind the Block
     assert system.stop("slow")
-    forced = system._forced
-    assert any("slow" in item and "killed" in item for item in forced)
+    assert system._forced == ["slow: did not stop within 0.2 s and was killed"]
     release.set()
     # The Inc queued behind the stop was not lost silently.
     assert wait_until(lambda: any(isinstance(d.message, Inc) for d in system.dead_letters.recent()))
@@ -200,3 +200,18 @@ def handles_get(method):  # a tiny alias keeps the inline actors above readable
     from actors import handles
 
     return handles(Get)(method)
+
+
+def test_a_child_whose_on_start_overruns_its_start_timeout_is_killed_and_reported(
+    system: ActorSystem,
+) -> None:
+    release = threading.Event()
+
+    class Stuck(Counter):
+        def on_start(self) -> None:
+            release.wait(10)
+
+    with pytest.raises(ChildStartError, match=r"on_start did not finish within 0\.2 s"):
+        system.spawn(ChildSpec("stuck", Stuck, start_timeout=0.2))
+    release.set()
+    assert system._forced == ["stuck: on_start did not finish within 0.2 s and was killed"]
