@@ -26,6 +26,7 @@ from sampler import (
     ProjectionFallback,
     Retrying,
     Sample,
+    SamplerRuntime,
     TextPart,
     ToolMessage,
     ToolResult,
@@ -108,6 +109,8 @@ class _Turn:
     text: str = ""
     auth_attempt: int = 0
     auth_delay: float = 0.0
+    resume: str = "sampling"
+    """The phase a credentials refresh interrupted: ``sampling`` or ``compacting``."""
 
 
 @dataclass(eq=False)
@@ -128,12 +131,27 @@ class SessionRuntime:
     unrecorded: list[Any] = field(default_factory=list)
     """Turn endings published but not yet stored (the chat state was down); stored on the next start."""
     last_active: float = field(default_factory=time.monotonic)
+    sampler: SamplerRuntime | None = None
+    """The session's sampler state, when known: only read, for :meth:`describe`."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:
         self.bridge = RecoveryBridge(
             max_compactions=self.options.max_compactions, auth_backoff=self.options.auth_backoff
         )
+
+    def describe(self) -> str:
+        """A one-line account of the turn in flight and what waits behind it, for diagnostics."""
+        turn = self.turn
+        if turn is None:
+            now = "no turn"
+        else:
+            now = (
+                f"turn {turn.number} step {turn.step} {turn.phase} (request {turn.request_id or '-'}, "
+                f"batch {turn.batch_id or '-'}, cancelling {turn.cancelling})"
+            )
+        sampler = self.sampler.describe() if self.sampler is not None else "sampler unknown"
+        return f"{now}; {len(self.prompts)} prompts waiting; {sampler}"
 
 
 class _Init(msgspec.Struct, frozen=True, tag=True):
@@ -459,7 +477,12 @@ class SessionActor(Actor):
         turn = self._rt.turn
         if turn is None or turn.number != message.turn or turn.phase != "waiting":
             return
-        self._guard(self._resubmit)
+        task = turn.compaction
+        if turn.resume == "compacting" and task is not None:
+            request = task.requests[len(turn.summaries)]
+            self._guard(lambda: self._sample(turn, request, "compacting", f"{turn.number}:compaction"))
+        else:
+            self._guard(self._resubmit)
 
     # -- the turn ------------------------------------------------------------------------------------
 
@@ -580,6 +603,14 @@ class SessionActor(Actor):
                     self._compaction_finished(turn, True, f"cut {cut} old tool outputs to stubs")
                     self._resubmit()
                     return
+            if not overflow:
+                action = self._rt.bridge.on_failed(error, estimated_tokens=0, window=0)
+                if isinstance(action, RefreshAuthAndResubmit):
+                    self._refresh_auth(turn, action)
+                    return
+                assert isinstance(action, FailTurn)
+                self._compaction_finished(turn, False, f"the summary request failed: {error.message}")
+                raise _TurnError(action.kind, f"The compaction's summary request failed: {action.message}")
             self._compaction_finished(turn, False, f"the summary request failed: {error.message}")
             raise _TurnError(
                 "context_overflow",
@@ -593,10 +624,7 @@ class SessionActor(Actor):
         if isinstance(action, FailTurn):
             raise _TurnError(action.kind, action.message)
         if isinstance(action, RefreshAuthAndResubmit):
-            turn.phase = "auth"
-            turn.auth_attempt = action.attempt
-            turn.auth_delay = action.delay
-            self.io.submit(self._refresh, turn.number, name="auth-refresh", owner=self.address)
+            self._refresh_auth(turn, action)
             return
         assert isinstance(action, CompactAndResubmit)
         if action.learned_window is not None:
@@ -608,6 +636,15 @@ class SessionActor(Actor):
                 "The request is larger than the model's context window and there is nothing left to "
                 "compact. Start a new session or raise the context window.",
             )
+
+    def _refresh_auth(self, turn: _Turn, action: RefreshAuthAndResubmit) -> None:
+        """Refresh the credentials, then send the failed request again (a compaction's summary request
+        resumes the compaction)."""
+        turn.resume = "compacting" if turn.phase == "compacting" else "sampling"
+        turn.phase = "auth"
+        turn.auth_attempt = action.attempt
+        turn.auth_delay = action.delay
+        self.io.submit(self._refresh, turn.number, name="auth-refresh", owner=self.address)
 
     async def _refresh(self, number: int) -> None:
         error: str | None = None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sampler.fake import Conversation, FakeProvider, Fault, FaultPlan, FinalAnswer, Script, Step
+from sampler.fake import Conversation, FakeProvider, Fault, FaultPlan, FinalAnswer, Script, Step, TokenExpiry
 from sampler.fake.script import is_summary_request
 from shell import events as ev
+from shell.credentials import OAuthCredential
 from tests.actors.conftest import system_threads
 from tests.shell._harness import Harness, of
 
@@ -109,4 +110,43 @@ def test_an_overflow_that_three_compactions_cannot_fix_fails_with_the_exact_mess
         "context_overflow",
         "Compaction failed to bring the context under the model window after 3 attempts.",
     )
+    assert [kind for kind, _ in harness.stored_events()][-1] == "TurnFailed"
+
+
+def test_a_token_that_expires_on_the_summary_request_is_refreshed_and_the_compaction_goes_on(
+    tmp_path: Path,
+) -> None:
+    # Turn 1 spends the token's first use; turn 2 overflows on the second; the summary request is refused.
+    expiry = TokenExpiry(requests_per_token=2)
+    with FakeProvider(summarising(0.1), context_window=1_500, token_expiry=expiry) as provider:
+        credential = OAuthCredential(provider.token_url, expiry.refresh_token, access_token="first-token")
+        harness = Harness(tmp_path, provider, credentials=credential)
+        session = harness.open()
+        assert isinstance(harness.turn(session, "first " + "x" * 2_500)[-1], ev.TurnCompleted)
+        events = harness.turn(session, "second " + "x" * 2_500)
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    kinds = [type(e).__name__ for e in events if not isinstance(e, ev.TextDelta)]
+    started, refreshed, finished = (
+        kinds.index("CompactionStarted"),
+        kinds.index("AuthRefreshed"),
+        kinds.index("CompactionFinished"),
+    )
+    assert started < refreshed < finished
+    assert of(events, ev.CompactionFinished)[0].ok
+    assert credential.current() != "first-token"
+
+
+def test_a_summary_request_refused_for_another_reason_fails_the_turn_with_that_reason(tmp_path: Path) -> None:
+    faults = FaultPlan.scripted([None, Fault.context_overflow(), Fault.insufficient_quota()])
+    with FakeProvider(summarising(0.1), faults=faults) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        assert isinstance(harness.turn(session, "first " + "x" * 2_500)[-1], ev.TurnCompleted)
+        events = harness.turn(session, "second")
+        harness.close()
+    failed = events[-1]
+    assert isinstance(failed, ev.TurnFailed) and failed.kind == "quota_exhausted", failed
+    assert failed.message.startswith("The compaction's summary request failed:")
+    assert [f.ok for f in of(events, ev.CompactionFinished)] == [False]
     assert [kind for kind, _ in harness.stored_events()][-1] == "TurnFailed"
