@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,7 +62,6 @@ class SamplerRuntime:
     running: dict[str, tuple[Sample, Job]] = field(default_factory=dict)
     queue: deque[Sample] = field(default_factory=deque)
     memories: dict[str, ProjectionMemory] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
     _client: httpx.AsyncClient | None = None
 
     def __post_init__(self) -> None:
@@ -74,6 +72,14 @@ class SamplerRuntime:
         if self._client is None:
             self._client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=4))
         return self._client
+
+    def describe(self) -> str:
+        """A one-line account of the steps running and queued, for diagnostics."""
+        running = ", ".join(
+            f"{request_id} ({job.state})" for request_id, (_, job) in list(self.running.items())
+        )
+        queued = ", ".join(sample.request_id for sample in list(self.queue))
+        return f"sampler running [{running}], queued [{queued}]"
 
     async def aclose(self) -> None:
         """Close the HTTP client, if one was made."""
@@ -105,8 +111,7 @@ class SamplerActor(Actor):
     @handles(Sample)
     def _on_sample(self, message: Sample) -> None:
         self._runtime.queue.append(message)
-        if not self._runtime.running:
-            self._next()
+        self._next()
 
     @handles(CancelSample)
     def _on_cancel(self, message: CancelSample) -> None:

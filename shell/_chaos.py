@@ -434,6 +434,7 @@ class _Limits:
     start_wait: float
     ask_timeout: float
     gate: Callable[[], str] = lambda: "no turn gate"
+    describe: Callable[[str], str] = lambda session_id: "no account of the session"
 
 
 def _ask(address: Address, message: Any, timeout: float, *, tries: int = _ASK_TRIES) -> Any:
@@ -506,7 +507,10 @@ def _run_turn(address: Address, events: queue.Queue[Any], entry: _TurnLog, limit
                 if entry.began is None:
                     entry.detail = f"it never started; {limits.gate()}"
                 else:
-                    entry.detail = f"no end within the bound; the last event was {entry.last_event}"
+                    entry.detail = (
+                        f"no end within the bound; the last event was {entry.last_event}; "
+                        f"now: {limits.describe(address.name.rsplit('/', 1)[-1])}"
+                    )
                 return
             continue
         if getattr(event, "turn", None) != entry.number:
@@ -1087,6 +1091,7 @@ def chaos_run(
                     start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
                     ask_timeout=settings.timeouts.ask,
                     gate=_describe_gate(host),
+                    describe=host.describe,
                 )
                 violations += _drive_all(host, root, logs, limits, workers, system, watcher)
             finally:

@@ -135,6 +135,15 @@ class AgentHost:
         with self._lock:
             return [sid for sid, s in self._sessions.items() if s.active]
 
+    def describe(self, session_id: str) -> str:
+        """A one-line account of what the session is doing now (its turn's phase, the sampler's steps),
+        for diagnostics; says so when the host does not have the session open."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            return f"session {session_id!r} is not open in this host"
+        return ("active; " if session.active else "passivated; ") + session.runtime.describe()
+
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
         with self._lock:

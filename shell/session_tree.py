@@ -64,6 +64,7 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
     estimator = TokenEstimator()
     sampler_runtime = SamplerRuntime(parts.sampler, api_key=parts.credentials.current)
     session_runtime_ = runtime or session_runtime(parts)
+    session_runtime_.sampler = sampler_runtime
     chaos = parts.chaos
     children = [
         ChildSpec(

@@ -167,3 +167,16 @@ async def test_the_trio_facade_streams_events(tmp_path: Path) -> None:
     assert isinstance(events[-1], ev.TurnCompleted)
     assert events[-1].text == "from trio"
     await trio.lowlevel.checkpoint()
+
+
+def test_describe_gives_an_account_of_a_session_between_turns_and_of_one_not_open(tmp_path: Path) -> None:
+    with (
+        FakeProvider(Script.echo()) as provider,
+        Host(settings_for(provider, tmp_path), credentials=KEY) as host,
+    ):
+        session = host.open(tmp_path / "ws")
+        session.run("hello")
+        between = host.agent_host.describe(session.id)
+        missing = host.agent_host.describe("no-such-session")
+    assert between == "active; no turn; 0 prompts waiting; sampler running [], queued []"
+    assert missing == "session 'no-such-session' is not open in this host"
