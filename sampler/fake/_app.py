@@ -40,8 +40,10 @@ _SSE_HEADERS: tuple[Header, ...] = (
     (b"cache-control", b"no-cache"),
 )
 _TOKEN_BODY_LIMIT = 64 * 1024
-# Sends between deliberate yields, so one long stream cannot starve the other connections.
-_YIELD_EVERY = 32
+# Sends between deliberate yields, so one long stream cannot starve the other connections, and a
+# connection the client dropped is noticed (asyncio reports it only once the loop runs) before asyncio
+# starts logging a warning per write (it does from the fifth write into a lost connection).
+_YIELD_EVERY = 4
 
 
 class ConnectionAbort(Exception):
