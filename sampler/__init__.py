@@ -4,7 +4,7 @@ It knows HTTP and providers, nothing about sessions: it retries what a retry can
 re-shaped request can fix, and otherwise fails with a precise, named kind.
 """
 
-from .actor import CancelSample, EndTurn, Sample, SamplerActor, SamplerRuntime
+from .actor import CancelSample, EndTurn, Sample, SamplerActor, SamplerRuntime, StepState, StepStatus
 from .core import FILTERED_MESSAGE, ProjectionMemory, SamplerSettings, sample_step
 from .errors import (
     LlmError,
@@ -76,6 +76,8 @@ __all__ = [
     "SamplerEvent",
     "SamplerRuntime",
     "SamplerSettings",
+    "StepState",
+    "StepStatus",
     "StreamDecodeError",
     "SystemMessage",
     "TextPart",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 from collections import deque
@@ -18,7 +19,7 @@ from .errors import LlmError, LlmErrorKind
 from .events import Cancelled, Failed
 from .messages import AssistantMessage, ModelRequest
 
-__all__ = ["CancelSample", "EndTurn", "Sample", "SamplerActor", "SamplerRuntime"]
+__all__ = ["CancelSample", "EndTurn", "Sample", "SamplerActor", "SamplerRuntime", "StepState", "StepStatus"]
 
 logger = logging.getLogger("turnkeep.sampler")
 
@@ -43,6 +44,21 @@ class EndTurn(msgspec.Struct, frozen=True, tag=True):
     """The turn is over: forget how its requests were degraded."""
 
     turn: str
+
+
+class StepStatus(msgspec.Struct, frozen=True, tag=True):
+    """Ask where the step ``request_id`` is; the answer is a :class:`StepState`."""
+
+    request_id: str
+
+
+class StepState(enum.StrEnum):
+    """Where a step is, as its SamplerActor knows it."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    UNKNOWN = "unknown"
+    """Never sent to this sampler, or ended: its outcome has been told to its ``reply_to``."""
 
 
 class _StepDone(msgspec.Struct, frozen=True, tag=True):
@@ -124,6 +140,16 @@ class SamplerActor(Actor):
             if sample.request_id == message.request_id:
                 runtime.queue.remove(sample)
                 self._report_cancelled(sample)
+
+    @handles(StepStatus)
+    def _on_step_status(self, message: StepStatus) -> StepState:
+        runtime = self._runtime
+        running = runtime.running.get(message.request_id)
+        if running is not None:
+            return StepState.UNKNOWN if running[1].done else StepState.RUNNING
+        if any(sample.request_id == message.request_id for sample in runtime.queue):
+            return StepState.QUEUED
+        return StepState.UNKNOWN
 
     @handles(EndTurn)
     def _on_end_turn(self, message: EndTurn) -> None:

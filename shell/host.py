@@ -225,6 +225,7 @@ class AgentHost:
             compaction_threshold=s.compaction.threshold,
             max_compactions=s.compaction.max_cycles,
             min_shrink=s.compaction.min_shrink,
+            step_probe_after=s.timeouts.connect + s.timeouts.idle,
         )
         registry = self._registry()
         parts = SessionParts(

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, Refuse, handles
+from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, Job, Refuse, handles
 from sampler import (
     AssistantMessage,
     Cancelled,
@@ -27,6 +27,8 @@ from sampler import (
     Retrying,
     Sample,
     SamplerRuntime,
+    StepState,
+    StepStatus,
     TextPart,
     ToolMessage,
     ToolResult,
@@ -73,6 +75,11 @@ __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
 logger = logging.getLogger("turnkeep.shell")
 
 _CHAT_TRIES = 5
+_MAX_LOST_STEPS = 3
+_LOST_MESSAGE = (
+    "The model's answer was lost on its way to the session {n} times; the turn was stopped. The session "
+    "stays usable; see the log for the actors' crashes."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,8 @@ class SessionOptions:
     max_compactions: int = 3
     min_shrink: float = 0.10
     auth_backoff: float = 0.5
+    step_probe_after: float = 30.0
+    """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
 
 
 @dataclass(eq=False)
@@ -111,6 +120,11 @@ class _Turn:
     auth_delay: float = 0.0
     resume: str = "sampling"
     """The phase a credentials refresh interrupted: ``sampling`` or ``compacting``."""
+    heard: float = 0.0
+    """When the sampler last spoke of the step in flight (``time.monotonic()``)."""
+    probe: Job | None = None
+    lost: int = 0
+    """Steps whose outcome never arrived (found by the probe)."""
 
 
 @dataclass(eq=False)
@@ -165,6 +179,10 @@ class _AuthDone(msgspec.Struct, frozen=True, tag=True):
 
 class _Resubmit(msgspec.Struct, frozen=True, tag=True):
     turn: int
+
+
+class _Probe(msgspec.Struct, frozen=True, tag=True):
+    request_id: str
 
 
 class _TurnError(Exception):
@@ -331,6 +349,7 @@ class SessionActor(Actor):
         turn = self._rt.turn
         if turn is None or turn.request_id != request_id or turn.phase not in ("sampling", "compacting"):
             return None
+        turn.heard = time.monotonic()
         return turn
 
     @handles(Delta)
@@ -430,15 +449,7 @@ class SessionActor(Actor):
             return
         which = message.address.rsplit("/", 1)[-1]
         if which == "sampler" and turn.phase in ("sampling", "compacting"):
-            if turn.cancelling is not None:
-                self._guard(
-                    lambda: self._finish(
-                        ev.TurnCancelled(self._opts.session_id, turn.number, turn.cancelling or "")
-                    )
-                )
-                return
-            self._sibling("sampler").tell(CancelSample(turn.request_id))
-            self._guard(self._resubmit)
+            self._step_lost(turn)
         elif which == "tools" and turn.phase == "tools":
             outcomes = tuple(
                 ToolOutcome(
@@ -451,6 +462,53 @@ class SessionActor(Actor):
                 for call_id, call in turn.calls.items()
             )
             self._guard(lambda: self._tools_finished(turn, ToolsFinished(turn.batch_id, outcomes)))
+
+    @handles(_Probe)
+    def _on_probe(self, message: _Probe) -> None:
+        """The step has been silent a while: make sure the sampler still has it (its outcome may have
+        been lost on the way), and send it again when it does not."""
+        turn = self._rt.turn
+        if turn is None or turn.request_id != message.request_id:
+            return
+        if turn.phase not in ("sampling", "compacting"):
+            return
+        after = self._opts.step_probe_after
+        quiet = time.monotonic() - turn.heard
+        if quiet < after:
+            self._arm_probe(turn, after - quiet)
+            return
+        try:
+            state = self._sibling("sampler").ask(StepStatus(message.request_id))
+        except ActorError:
+            state = None  # the sampler is being restarted: its Down notice covers the step
+        if state is StepState.UNKNOWN:
+            logger.warning(
+                "session %s: step %s ended but its outcome never arrived; sending it again",
+                self._opts.session_id,
+                message.request_id,
+            )
+            turn.lost += 1
+            if turn.lost > _MAX_LOST_STEPS:
+                self._fail_hard("internal", _LOST_MESSAGE.format(n=turn.lost))
+                return
+            self._step_lost(turn)
+            return
+        self._arm_probe(turn, after)
+
+    def _step_lost(self, turn: _Turn) -> None:
+        """The step's outcome will never arrive: a cancelled turn ends, any other sends the step again."""
+        if turn.cancelling is not None:
+            reason = turn.cancelling
+            self._guard(lambda: self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, reason)))
+            return
+        self._sibling("sampler").tell(CancelSample(turn.request_id))
+        self._guard(self._resubmit)
+
+    def _arm_probe(self, turn: _Turn, delay: float) -> None:
+        if turn.probe is not None:
+            turn.probe.cancel()
+        address, request_id = self.address, turn.request_id
+        turn.probe = self.io.call_later(delay, lambda: address.tell(_Probe(request_id)), name="step-probe")
 
     # -- internal ------------------------------------------------------------------------------------
 
@@ -561,6 +619,8 @@ class SessionActor(Actor):
         turn.phase = phase
         turn.text = ""
         turn.request_id = f"{self._opts.session_id}:{turn.number}:{next(self._rt.ids)}"
+        turn.heard = time.monotonic()
+        self._arm_probe(turn, self._opts.step_probe_after)
         self._sibling("sampler").tell(Sample(turn.request_id, memory_key, request, self.address.name))
 
     def _completed(self, turn: _Turn, message: Completed) -> None:
@@ -783,6 +843,8 @@ class SessionActor(Actor):
         turn = rt.turn
         assert turn is not None
         rt.turn = None
+        if turn.probe is not None:
+            turn.probe.cancel()
         self._sibling("sampler").tell(ForgetTurn(str(turn.number)))
         try:
             self._chat(EndTurn())

@@ -38,6 +38,7 @@ class Harness:
         chaos: SessionChaos | None = None,
         tools: ToolBridgeSettings | None = None,
         idle_timeout: float = 10.0,
+        step_probe_after: float = 30.0,
     ) -> None:
         self.tmp_path = tmp_path
         self.provider = provider
@@ -51,6 +52,7 @@ class Harness:
         self.chaos = chaos or SessionChaos()
         self.tools = tools or ToolBridgeSettings(abort_grace=0.5, kill_after=2.0)
         self.idle_timeout = idle_timeout
+        self.step_probe_after = step_probe_after
         self.inboxes: dict[str, queue.Queue[Any]] = {}
 
     def open(self, session_id: str = "s1") -> Address:
@@ -66,6 +68,7 @@ class Harness:
                 "fake-model",
                 max_steps_per_turn=self.max_steps,
                 compaction_threshold=self.compaction_threshold,
+                step_probe_after=self.step_probe_after,
             ),
             chat=ChatStateOptions(session_id, context_window=self.context_window, keep_recent_turns=1),
             sampler=SamplerSettings(

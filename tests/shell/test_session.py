@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actors import ChaosPolicy
-from sampler import AssistantMessage, ToolMessage, UserMessage
+from sampler import AssistantMessage, Completed, ToolMessage, UserMessage
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, TokenExpiry, ToolStep
 from shell import events as ev
 from shell.credentials import OAuthCredential
@@ -277,3 +277,22 @@ def test_a_prompt_sent_mid_turn_waits_and_is_answered_with_its_own_turn_number(
         harness.close()
     assert (first, second) == (1, 2)
     assert [(e.turn, type(e)) for e in ends] == [(1, ev.TurnCompleted), (2, ev.TurnCompleted)]
+
+
+def test_a_step_whose_answer_keeps_getting_lost_is_sent_again_then_fails_the_turn(
+    tmp_path: Path, leak_check: None
+) -> None:
+    # Every Completed reaching the session is dropped; the probe finds the sampler done with the step.
+    chaos = SessionChaos(session=ChaosPolicy(drop_probability=1.0, drop_on=(Completed,)))
+    with FakeProvider(Script.text("an answer that never arrives")) as provider:
+        harness = Harness(tmp_path, provider, chaos=chaos, step_probe_after=0.2)
+        session = harness.open()
+        events = harness.turn(session, "hello")
+        requests = provider.stats.requests
+        harness.close()
+    failed = events[-1]
+    assert isinstance(failed, ev.TurnFailed) and failed.kind == "internal", failed
+    assert "lost on its way to the session 4 times" in failed.message
+    assert requests == 4  # the first request and three sent again
+    assert [type(m).__name__ for m in harness.stored_history()] == ["UserMessage"]
+    assert stored_types(harness)[-1] == "TurnFailed"
