@@ -4,7 +4,16 @@ It knows HTTP and providers, nothing about sessions: it retries what a retry can
 re-shaped request can fix, and otherwise fails with a precise, named kind.
 """
 
-from .actor import CancelSample, EndTurn, Sample, SamplerActor, SamplerRuntime, StepState, StepStatus
+from .actor import (
+    CancelSample,
+    EndTurn,
+    Sample,
+    SamplerActor,
+    SamplerRuntime,
+    StepState,
+    StepStatus,
+    http_client,
+)
 from .core import FILTERED_MESSAGE, ProjectionMemory, SamplerSettings, sample_step
 from .errors import (
     LlmError,
@@ -95,6 +104,7 @@ __all__ = [
     "decide",
     "degrade_media",
     "get_adapter",
+    "http_client",
     "is_retryable",
     "media_parts_count",
     "parse_retry_after",

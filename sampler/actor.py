@@ -14,14 +14,33 @@ import msgspec
 
 from actors import Actor, Job, JobFailed, handles
 
+from ._transport import TrioTransport, proxy_configured
 from .core import ProjectionMemory, SamplerSettings, sample_step
 from .errors import LlmError, LlmErrorKind
 from .events import Cancelled, Failed
 from .messages import AssistantMessage, ModelRequest
 
-__all__ = ["CancelSample", "EndTurn", "Sample", "SamplerActor", "SamplerRuntime", "StepState", "StepStatus"]
+__all__ = [
+    "CancelSample",
+    "EndTurn",
+    "Sample",
+    "SamplerActor",
+    "SamplerRuntime",
+    "StepState",
+    "StepStatus",
+    "http_client",
+]
 
 logger = logging.getLogger("turnkeep.sampler")
+
+
+def http_client(settings: SamplerSettings) -> httpx.AsyncClient:
+    """A new HTTP client for the sampler's requests to ``settings.base_url``: HTTP/1.1 over trio through
+    :class:`~sampler._transport.TrioTransport` (the leanest path to the first token), or httpx's own
+    transport when the environment configures a proxy for that URL. Use it on trio only."""
+    if proxy_configured(settings.base_url):
+        return httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=4))
+    return httpx.AsyncClient(transport=TrioTransport(max_keepalive_connections=4))
 
 
 class Sample(msgspec.Struct, frozen=True, tag=True):
@@ -86,7 +105,7 @@ class SamplerRuntime:
     def client(self) -> httpx.AsyncClient:
         """The HTTP client; created on first use, on the IoLoop."""
         if self._client is None:
-            self._client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=4))
+            self._client = http_client(self.settings)
         return self._client
 
     def describe(self) -> str:
