@@ -1,14 +1,20 @@
 """Sampler streaming: chunks/s and time to first token against the official openai client and raw httpx.
 
-All three read the same embedded provider on 127.0.0.1 in the same run; figures are printed as ratios.
+All three read the same embedded provider on 127.0.0.1, in a process of its own, in the same run; figures
+are printed as ratios.
 Run: ``.venv/bin/python bench/sampler_bench.py [--chunks N] [--rounds R]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,8 +22,7 @@ import msgspec
 import openai
 import trio
 
-from sampler import Completed, ModelRequest, SamplerSettings, UserMessage, sample_step
-from sampler.fake import FakeProvider, Script
+from sampler import Completed, ModelRequest, SamplerSettings, UserMessage, http_client, sample_step
 
 
 class _Delta(msgspec.Struct):
@@ -83,7 +88,7 @@ def turnkeep(base_url: str, prompt: str) -> tuple[int, float]:
     result: dict[str, Any] = {}
 
     async def main() -> None:
-        async with httpx.AsyncClient() as client:
+        async with http_client(SamplerSettings(base_url=base_url)) as client:
             outcome = await sample_step(
                 ModelRequest(model="fake-model", messages=(UserMessage.of_text(prompt),)),
                 request_id="bench",
@@ -173,7 +178,7 @@ def ttft_turnkeep(base_url: str, prompt: str, n: int) -> list[float]:
     samples: list[float] = []
 
     async def main() -> None:
-        async with httpx.AsyncClient() as client:
+        async with http_client(SamplerSettings(base_url=base_url)) as client:
             for _ in range(n + 1):
                 started = time.perf_counter()
                 first: list[float] = []
@@ -196,17 +201,50 @@ def ttft_turnkeep(base_url: str, prompt: str, n: int) -> list[float]:
     return samples[1:]
 
 
+_SERVE = """
+import sys
+from sampler.fake import FakeProvider, Script
+chunks = int(sys.argv[1])
+scripts = {"long": Script.text("x" * chunks, chunks=chunks), "short": Script.text("hi", chunks=1)}
+with FakeProvider(scripts["long"], scripts=scripts, chunk_chars=1) as provider:
+    print(provider.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def _provider_process(chunks: int) -> Iterator[str]:
+    """The embedded provider in a process of its own, so that the clients measured do not share the
+    interpreter (and its lock) with the server; yields its base URL and ends the process afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(chunks)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the provider process did not start (it printed {url!r})")
+        yield url
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    scripts = {
-        "long": Script.text("x" * args.chunks, chunks=args.chunks),
-        "short": Script.text("hi", chunks=1),
-    }
-    with FakeProvider(scripts["long"], scripts=scripts, chunk_chars=1) as provider:
-        url = provider.base_url
+    with _provider_process(args.chunks) as url:
         runners = {"turnkeep": turnkeep, "openai": official_openai, "httpx": raw_httpx}
         first_runners = {
             "turnkeep": ttft_turnkeep,
