@@ -248,6 +248,23 @@ async def test_body_bytes_are_yielded_as_they_arrive(
 
 
 @pytest.mark.trio
+async def test_body_chunks_already_received_are_handed_over_as_one_piece(
+    serve: Callable[..., Awaitable[RawServer]], client: httpx.AsyncClient, autojump_clock: Any
+) -> None:
+    async def burst(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
+        )
+
+    server = await serve(burst)
+    with trio.fail_after(10):
+        async with client.stream("GET", server.url()) as response:
+            chunks = [chunk async for chunk in response.aiter_raw()]
+    assert chunks == [b"onetwo"]
+
+
+@pytest.mark.trio
 async def test_the_response_carries_status_reason_raw_headers_and_http_version(
     serve: Callable[..., Awaitable[RawServer]], client: httpx.AsyncClient, autojump_clock: Any
 ) -> None:
