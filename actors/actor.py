@@ -60,6 +60,10 @@ class _Incarnation:
     thread: threading.Thread | None = None
 
 
+_MAX_INJECTED_REDELIVERIES = 3
+"""A told message survives this many injected crashes in a row; one more makes it a dead letter."""
+
+
 class _Crashed(Exception):
     pass
 
@@ -77,9 +81,9 @@ class Actor(pykka.ThreadingActor):
     * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
       exception; a told message is handed to the next incarnation once (its handler crashing again makes
       it a dead letter; a crash injected by a :class:`~actors.ChaosPolicy` happens before the handler
-      runs, so it never counts against the message); the incarnation ends at once (``on_stop`` does
-      not run, ``on_failure`` does), messages still queued wait for the next incarnation, and the
-      supervisor applies its strategy;
+      runs, so it does not count against the message, which survives three of them in a row); the
+      incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages still queued
+      wait for the next incarnation, and the supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
 
     Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
@@ -186,9 +190,9 @@ class Actor(pykka.ThreadingActor):
     def _deliver(self, message: Any) -> None:
         tk = self._tk
         ask: Ask | None = None
-        crashes = 0
+        crashes = injections = 0
         if type(message) is Retry:
-            crashes, message = message.crashes, message.message
+            crashes, injections, message = message.crashes, message.injections, message.message
         if type(message) is Ask:
             ask = message
             if not ask.claim():
@@ -232,12 +236,15 @@ class Actor(pykka.ThreadingActor):
             retry = None
             if ask is not None:
                 ask.fail(exc)
-            elif injected:
+            elif injected and injections < _MAX_INJECTED_REDELIVERIES:
                 # Injected before the handler ran: the message was not handled, so it is not to blame.
-                retry = Retry(message, crashes)
+                retry = Retry(message, crashes, injections + 1)
+            elif injected:
+                reason = f"injected crashes ended {injections + 1} incarnations in a row on it: {exc!r}"
+                tk.system.dead_letters.record(tk.address.name, message, reason)
             elif crashes == 0:
                 # A told message has no one to hear of the crash: the next incarnation gets it, once.
-                retry = Retry(message, 1)
+                retry = Retry(message, 1, injections)
             else:
                 reason = f"the actor crashed twice while handling it: {exc!r}"
                 tk.system.dead_letters.record(tk.address.name, message, reason)

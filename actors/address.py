@@ -253,13 +253,15 @@ STOP = StopRequest()
 
 class Retry:
     """A told message whose handling crashed the previous incarnation, handed to the next one;
-    ``crashes`` counts the crashes its own handler caused (injected crashes do not count)."""
+    ``crashes`` counts the crashes its own handler caused, ``injections`` the injected crashes in a row
+    before its handler ran."""
 
-    __slots__ = ("crashes", "message")
+    __slots__ = ("crashes", "injections", "message")
 
-    def __init__(self, message: Any, crashes: int) -> None:
+    def __init__(self, message: Any, crashes: int, injections: int) -> None:
         self.message = message
         self.crashes = crashes
+        self.injections = injections
 
 
 def _drain(inbox: Any) -> list[Any]:

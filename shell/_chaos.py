@@ -352,6 +352,7 @@ def _actor_kind(address: str) -> str:
 
 _REASONS: tuple[tuple[str, str], ...] = (
     ("the actor crashed twice while handling it", "crashed on it twice"),
+    ("injected crashes ended", "crashed on it in a row"),
     ("the actor crashed while handling it", "crashed on it"),
     ("the asker gave up before delivery", "asker gave up"),
     ("did not come back within", "restart too slow"),
@@ -372,8 +373,13 @@ _EXPLANATIONS: dict[tuple[str, str], str] = {
         "(whether its turn recovered is what the convergence check says)"
     ),
     ("*", "crashed on it twice"): (
-        "a told message on which injected crashes fell twice (it is handed to the next incarnation once): "
+        "a told message whose handler crashed twice (it is handed to the next incarnation once): "
         "the runtime gives up on it (whether its turn recovered is what the convergence check says)"
+    ),
+    ("*", "crashed on it in a row"): (
+        "a told message on which injected crashes fell four times in a row (an injected crash happens "
+        "before the handler, so the message survives three): the runtime gives up on it (whether its "
+        "turn recovered is what the convergence check says)"
     ),
     ("*", "while stopping"): "sent to an actor while it was being stopped for good (at shutdown)",
     ("Down", "after stop"): (

@@ -85,6 +85,18 @@ def test_an_injected_crash_never_uses_up_a_told_message(system: ActorSystem) -> 
     assert system.dead_letters.total == 0
 
 
+def test_a_told_message_that_injected_crashes_keep_hitting_becomes_a_dead_letter() -> None:
+    with ActorSystem(intensity=RestartIntensity(10, 60.0)) as system:
+        policy = ChaosPolicy(crash_probability=1.0, crash_on=(Inc,))
+        counter = system.spawn(ChildSpec("c", Counter, chaos=policy))
+        counter.tell(Inc(1))
+        assert counter.ask(Get()) == 0
+        [letter] = system.dead_letters.recent()
+        assert isinstance(letter.message, Inc)
+        assert "injected crashes ended 4 incarnations in a row on it" in letter.reason
+        assert system.metrics()["chaos_crashes"] == 4
+
+
 class Apply(msgspec.Struct, frozen=True, tag=True):
     op_id: int
 
