@@ -22,12 +22,16 @@ if TYPE_CHECKING:
 __all__ = ["Address"]
 
 
+class _Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
 class _Runtime(Protocol):
     dead_letters: DeadLetterLog
     restart_wait: float
     ask_timeout: float
 
-    def _schedule(self, delay: float, callback: Callable[[], None]) -> None: ...
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> _Timer: ...
 
 
 class _State(enum.Enum):
@@ -47,7 +51,17 @@ class Address:
     blocks; :meth:`ask` never waits past its deadline.
     """
 
-    __slots__ = ("_activator", "_lock", "_pending", "_ref", "_runtime", "_state", "_watchers", "name")
+    __slots__ = (
+        "_activator",
+        "_expiry",
+        "_lock",
+        "_pending",
+        "_ref",
+        "_runtime",
+        "_state",
+        "_watchers",
+        "name",
+    )
 
     def __init__(self, name: str, runtime: _Runtime) -> None:
         self.name = name
@@ -55,7 +69,10 @@ class Address:
         self._lock = threading.Lock()
         self._state = _State.UNBOUND
         self._ref: pykka.ActorRef[Any] | None = None
-        self._pending: deque[tuple[float, Any]] = deque()
+        self._pending: deque[tuple[float, Any]] | None = None
+        """Messages waiting for the next incarnation, with the time each was queued (None when empty)."""
+        self._expiry: _Timer | None = None
+        """The timer that dead-letters waiting messages once they have waited ``restart_wait``."""
         self._watchers: list[Address] = []
         self._activator: Callable[[Address], None] | None = None
 
@@ -83,6 +100,7 @@ class Address:
         self._send(message, activate=True)
 
     def _send(self, message: Any, *, activate: bool) -> None:
+        activator: Callable[[Address], None] | None = None
         with self._lock:
             state = self._state
             if state is _State.RUNNING:
@@ -91,18 +109,18 @@ class Address:
                     self._ref.tell(message)
                     return
                 except pykka.ActorDeadError:
-                    state = _State.STOPPED
+                    # The incarnation has just ended; its inbox is about to be handed back here.
+                    self._state = _State.BUFFERING
+                    self._hold_locked([message])
+                    return
             elif state is _State.BUFFERING:
-                self._pending.append((time.monotonic(), message))
+                self._hold_locked([message])
                 return
             elif state is _State.STOPPED and activate and self._activator is not None:
                 self._state = _State.BUFFERING
-                self._pending.append((time.monotonic(), message))
+                self._hold_locked([message])
                 activator = self._activator
-            else:
-                activator = None
         if activator is not None:
-            self._runtime._schedule(self._runtime.restart_wait, self._expire)
             activator(self)
             return
         self._runtime.dead_letters.record(self.name, message, state.value)
@@ -134,8 +152,7 @@ class Address:
         with self._lock:
             self._ref = ref
             self._state = _State.RUNNING
-            pending, self._pending = self._pending, deque()
-            for queued_at, message in pending:
+            for queued_at, message in self._release_locked():
                 if now - queued_at > self._runtime.restart_wait:
                     expired.append(message)
                 else:
@@ -145,10 +162,8 @@ class Address:
     def _expect(self) -> None:
         """An incarnation is starting: hold messages for it (bounded) instead of refusing them."""
         with self._lock:
-            if self._state in (_State.RUNNING, _State.BUFFERING):
-                return
-            self._state = _State.BUFFERING
-        self._runtime._schedule(self._runtime.restart_wait, self._expire)
+            if self._state not in (_State.RUNNING, _State.BUFFERING):
+                self._state = _State.BUFFERING
 
     def _begin_stop(self, ref: pykka.ActorRef[Any], stop_message: Any, *, restarting: bool) -> None:
         """Queue ``stop_message`` behind everything already sent; later messages wait for the next
@@ -168,40 +183,66 @@ class Address:
         if first is not None:
             leftovers.insert(0, first)
         dead: list[Any] = []
-        schedule = False
         with self._lock:
             if self._ref is ref:
                 self._ref = None
                 if self._state is _State.RUNNING:
                     self._state = _State.BUFFERING
                 if self._state is _State.BUFFERING:
-                    now = time.monotonic()
-                    self._pending.extendleft((now, message) for message in reversed(leftovers))
-                    schedule = True
+                    self._hold_locked(leftovers, first=True)
                 else:
                     dead = leftovers
             else:
                 dead = leftovers
         self._dead(dead, reason)
-        if schedule:
-            self._runtime._schedule(self._runtime.restart_wait, self._expire)
 
     def _close(self, reason: str) -> None:
         """No incarnation will follow: everything waiting becomes a dead letter, as will later messages."""
         with self._lock:
             self._state = _State.STOPPED
             self._ref = None
-            pending, self._pending = self._pending, deque()
+            pending = self._release_locked()
         self._dead([message for _, message in pending], reason)
+
+    def _hold_locked(self, messages: list[Any], *, first: bool = False) -> None:
+        """Queue ``messages`` for the next incarnation (ahead of what waits already, when ``first``), and
+        make sure a timer will dead-letter them should none come within ``restart_wait``."""
+        if not messages:
+            return
+        now = time.monotonic()
+        if self._pending is None:
+            self._pending = deque()
+        if first:
+            self._pending.extendleft((now, message) for message in reversed(messages))
+        else:
+            self._pending.extend((now, message) for message in messages)
+        self._arm_locked(now)
+
+    def _arm_locked(self, now: float) -> None:
+        if self._expiry is None and self._pending:
+            oldest = min(queued_at for queued_at, _ in self._pending)
+            delay = max(0.0, oldest + self._runtime.restart_wait - now)
+            self._expiry = self._runtime._schedule(delay, self._expire)
+
+    def _release_locked(self) -> deque[tuple[float, Any]]:
+        """Take every waiting message and disarm the expiry timer."""
+        pending, self._pending = self._pending or deque(), None
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        return pending
 
     def _expire(self) -> None:
         bound = self._runtime.restart_wait
         now = time.monotonic()
         with self._lock:
-            if self._state is not _State.BUFFERING:
+            if self._state is not _State.BUFFERING or self._pending is None:
                 return
+            self._expiry = None
             expired = [message for queued_at, message in self._pending if now - queued_at >= bound]
-            self._pending = deque(item for item in self._pending if now - item[0] < bound)
+            remaining = deque(item for item in self._pending if now - item[0] < bound)
+            self._pending = remaining or None
+            self._arm_locked(now)
         self._dead(expired, f"the actor did not come back within {bound:g} s")
 
     def _dead(self, messages: list[Any], reason: str) -> None:

@@ -17,7 +17,7 @@ from .address import STOP, Address
 from .chaos import ChaosPolicy
 from .dead_letters import DeadLetterLog
 from .errors import ChildStartError
-from .io import IoLoop
+from .io import IoLoop, Job
 from .messages import ExitReason
 from .supervisor import ChildSpec, RestartIntensity, StartChild, StopChild, Strategy, Supervisor
 
@@ -233,8 +233,8 @@ class ActorSystem:
         with self._lock:
             self._counters[counter] += 1
 
-    def _schedule(self, delay: float, callback: Callable[[], None]) -> None:
-        self.io.call_later(delay, callback, name="restart-wait")
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> Job:
+        return self.io.call_later(delay, callback, name="restart-wait")
 
     def _is_actor_thread(self) -> bool:
         current = threading.current_thread()

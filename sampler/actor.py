@@ -84,6 +84,10 @@ class _StepDone(msgspec.Struct, frozen=True, tag=True):
     request_id: str
 
 
+_UNSEEDED = random.Random()
+"""The back-off jitter of every unseeded runtime: one generator, not one per session."""
+
+
 @dataclass(eq=False)
 class SamplerRuntime:
     """The sampler's state that outlives any one incarnation of its actor: the HTTP client, the running
@@ -100,7 +104,7 @@ class SamplerRuntime:
     _client: httpx.AsyncClient | None = None
 
     def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
+        self.rng = _UNSEEDED if self.seed is None else random.Random(self.seed)
 
     def client(self) -> httpx.AsyncClient:
         """The HTTP client; created on first use, on the IoLoop."""

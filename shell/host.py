@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from actors import ActorSystem, Address, ChildSpec, Supervisor
-from sampler import SamplerSettings
+from sampler import SamplerSettings, ToolSpec
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
 from ._gate import TurnGate
@@ -22,7 +24,7 @@ from .credentials import CredentialProvider, NoCredentials, OAuthCredential, Sta
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
 from .session import SessionOptions, SessionRuntime
-from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec
+from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
 
 __all__ = ["AgentHost", "HostError", "credentials_from_settings"]
@@ -96,6 +98,7 @@ class AgentHost:
         self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
+        self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self.supervisor = self.system.spawn(ChildSpec("host", Supervisor, shutdown_timeout=60.0))
@@ -257,7 +260,15 @@ class AgentHost:
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
         )
-        return _Session(session_id, workspace, session_runtime(parts, self.gate), parts)
+        return _Session(
+            session_id, workspace, session_runtime(parts, self.gate, self._shared(registry)), parts
+        )
+
+    def _shared(self, registry: ToolRegistry) -> tuple[ToolSpec, ...]:
+        """The registry's tool specs, one copy for every session whose tools are the same (called with
+        ``self._lock`` held)."""
+        specs = tool_specs(registry)
+        return self._specs.setdefault(msgspec.json.encode(specs), specs)
 
     def _start_subtree(self, session: _Session) -> None:
         with session.lock:

@@ -50,10 +50,18 @@ class SessionParts:
     crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
 
 
-def session_runtime(parts: SessionParts, gate: TurnGate | None = None) -> SessionRuntime:
+def tool_specs(registry: ToolRegistry) -> tuple[ToolSpec, ...]:
+    """The tools of ``registry`` as the model is offered them, in registration order."""
+    return tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in registry.specs())
+
+
+def session_runtime(
+    parts: SessionParts, gate: TurnGate | None = None, specs: tuple[ToolSpec, ...] | None = None
+) -> SessionRuntime:
     """The turn loop's state for a session made of ``parts``: subscribers, the turn in flight, waiting
-    prompts. It outlives the SessionActor's incarnations (and, in a host, passivation)."""
-    specs = tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in parts.registry.specs())
+    prompts. It outlives the SessionActor's incarnations (and, in a host, passivation). ``specs`` are
+    ``tool_specs(parts.registry)``, given when the caller shares them between sessions."""
+    specs = tool_specs(parts.registry) if specs is None else specs
     return SessionRuntime(parts.options, parts.credentials, specs, parts.doom_loop, gate=gate)
 
 

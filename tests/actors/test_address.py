@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from actors import ActorSystem, ActorUnavailable, AskTimeout, ChildSpec
+from actors import ActorSystem, ActorUnavailable, AskTimeout, ChildSpec, RestartIntensity
 from tests.actors._kit import Block, Counter, CrashOnce, Get, Inc, Journal, crash_once
 
 
@@ -132,3 +132,38 @@ def test_a_stopped_address_with_an_activator_starts_an_actor_on_demand(system: A
     assert counter.ask(Inc(3)) == 5
     assert activations == ["Address('lazy')"]
     assert system.dead_letters.total == 0
+
+
+def test_every_message_waiting_for_an_actor_that_never_comes_is_dead_lettered_in_time() -> None:
+    with ActorSystem(restart_wait=0.2) as system:
+        counter = system.spawn(ChildSpec("never", Counter))
+        system.stop("never")
+        counter.set_activator(lambda _: None)  # asked to come back, it never does
+        expired: list[threading.Event] = [threading.Event(), threading.Event()]
+        system.dead_letters.subscribe(lambda letter: expired[letter.message.n].set())
+        counter.tell(Inc(0))
+        assert expired[0].wait(5)
+        # Queued after the first expiry: a timer of its own bounds its wait too.
+        counter.tell(Inc(1))
+        assert expired[1].wait(5)
+        assert [d.reason for d in system.dead_letters.recent()] == [
+            "the actor did not come back within 0.2 s"
+        ] * 2
+
+
+def test_starting_and_stopping_actors_leaves_no_timer_behind() -> None:
+    with ActorSystem(restart_wait=60.0, intensity=RestartIntensity(100, 60.0)) as system:
+        for n in range(20):
+            counter = system.spawn(ChildSpec(f"c{n}", Counter))
+            assert counter.ask(Inc(1)) == 1
+            counter.tell(crash_once())
+            assert counter.ask(Get()) == 0  # served by the next incarnation, after waiting for it
+            system.stop(f"c{n}")
+
+        def timers() -> list[str]:
+            return [job.name for job in list(system.io._jobs) if job.name == "restart-wait"]
+
+        deadline = time.monotonic() + 5
+        while timers() and time.monotonic() < deadline:
+            system.io.call_later(0.0, lambda: None).wait(5)
+        assert timers() == []

@@ -19,6 +19,7 @@ from shell.credentials import StaticKey
 from shell.facade import Host, open_host
 from shell.host import AgentHost, HostError
 from tests.actors.conftest import system_threads
+from tool_bridge import READ_FILE, ToolRegistry, builtin_registry
 
 
 def settings_for(provider: FakeProvider, tmp_path: Path, **env: str) -> Settings:
@@ -73,6 +74,22 @@ def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_pa
             history = session.history()
     assert isinstance(reply, ev.TurnCompleted) and reply.turn == 2
     assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["first words", "second words"]
+
+
+def test_sessions_offered_the_same_tools_share_one_copy_of_their_definitions(tmp_path: Path) -> None:
+    registries = iter([builtin_registry(), builtin_registry(), ToolRegistry([READ_FILE])])
+    with (
+        FakeProvider(Script.echo()) as provider,
+        AgentHost(
+            settings_for(provider, tmp_path), credentials=KEY, registry=lambda: next(registries)
+        ) as host,
+    ):
+        for name in ("a", "b", "c"):
+            host.open(tmp_path / name, session_id=name)
+        first, second, other = (host._sessions[name].runtime.tool_specs for name in ("a", "b", "c"))
+    assert first is second
+    assert [spec.name for spec in first] == builtin_registry().names()
+    assert [spec.name for spec in other] == ["read_file"]
 
 
 def test_turns_beyond_the_limit_wait_in_order_and_do_not_fail(tmp_path: Path) -> None:
