@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from actors import ActorSystem, Address, ChildSpec, Supervisor
+from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import SamplerSettings, ToolSpec
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
@@ -30,6 +30,11 @@ from .store import SessionNotFound, SessionRecord, open_store
 __all__ = ["AgentHost", "HostError", "credentials_from_settings"]
 
 logger = logging.getLogger("turnkeep.shell")
+
+HOST_INTENSITY = RestartIntensity(1000, 5.0)
+"""The host's restart intensity. Its children are independent sessions, each with its own intensity: a
+session subtree that gives up is restarted by the host (its turn fails ``internal``, its waiting prompts
+run), and only restarts at a rate no set of sessions produces on its own make the host give up."""
 
 
 class HostError(Exception):
@@ -101,7 +106,9 @@ class AgentHost:
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self.supervisor = self.system.spawn(ChildSpec("host", Supervisor, shutdown_timeout=60.0))
+        self.supervisor = self.system.spawn(
+            ChildSpec("host", lambda: Supervisor(intensity=HOST_INTENSITY), shutdown_timeout=60.0)
+        )
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -183,6 +190,9 @@ class AgentHost:
         if self._closed.is_set():
             return
         self._closed.set()
+        with self._lock:
+            for session in self._sessions.values():
+                session.runtime.closing = True
         self._janitor.join(5.0)
         if self._owns_system:
             self.system.shutdown(timeout=timeout, reason="host shutdown")
@@ -274,6 +284,7 @@ class AgentHost:
         with session.lock:
             if session.active:
                 return
+            session.runtime.closing = False
             spec = session_spec(self._name(session.record_id), session.parts, session.runtime)
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
@@ -282,6 +293,7 @@ class AgentHost:
         with session.lock:
             if not session.active:
                 return
+            session.runtime.closing = True
             try:
                 self.system.stop(self._name(session.record_id), parent=self.supervisor)
             finally:

@@ -1,4 +1,4 @@
-"""SessionActor: the turn loop. Every turn ends completed, failed with a clear reason, or cancelled."""
+"""SessionActor: the session's mailbox address. It performs what the turn machine decides."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import logging
 import queue
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,47 +15,33 @@ import msgspec
 
 from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, Job, Refuse, handles
 from sampler import (
-    AssistantMessage,
     Cancelled,
     CancelSample,
     Completed,
     Delta,
     Failed,
-    LlmErrorKind,
     ProjectionFallback,
     Retrying,
     Sample,
     SamplerRuntime,
-    StepState,
     StepStatus,
     TextPart,
-    ToolMessage,
-    ToolResult,
     ToolSpec,
     UserMessage,
 )
 from sampler import EndTurn as ForgetTurn
-from tool_bridge.messages import (
-    AbortTools,
-    RunTools,
-    ToolAbandoned,
-    ToolCallBegan,
-    ToolInvocation,
-    ToolsFinished,
-)
+from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned, ToolCallBegan, ToolsFinished
 from tool_bridge.permissions import PermissionDecision, PermissionRequested
-from tool_bridge.results import ToolOutcome, ToolStatus
 
 from . import events as ev
+from . import turn as tm
 from ._gate import GateOpen, TurnGate
 from ._protocol import (
     Append,
     ApplyCompaction,
     BeginTurn,
     BuildRequest,
-    BuiltRequest,
     Calibrate,
-    CompactionTask,
     EndTurn,
     GetStatus,
     LearnWindow,
@@ -64,10 +49,9 @@ from ._protocol import (
     PlanCompaction,
     StubToolOutputs,
 )
-from .bridge import CompactAndResubmit, FailTurn, RecoveryBridge, RefreshAuthAndResubmit
-from .compaction import shrank_enough
+from .bridge import RecoveryBridge
 from .credentials import CredentialProvider, CredentialRefreshError
-from .doom_loop import DOOM_LOOP_REMINDER, DoomLoopDetector, DoomLoopVerdict
+from .doom_loop import DoomLoopDetector
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 
 __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
@@ -75,10 +59,14 @@ __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
 logger = logging.getLogger("turnkeep.shell")
 
 _CHAT_TRIES = 5
-_MAX_LOST_STEPS = 3
-_LOST_MESSAGE = (
-    "The model's answer was lost on its way to the session {n} times; the turn was stopped. The session "
-    "stays usable; see the log for the actors' crashes."
+_STOPPING_ASK_TIMEOUT = 2.0
+"""Seconds an ask to the history may take while the session stops (its own stop has a deadline too)."""
+_START_TRIES = 3
+"""Times a turn's start may fail to be recorded (the history is restarting) before the turn fails."""
+_START_RETRY_AFTER = 0.5
+_STOPPED = (
+    "The session's actors were stopped without the session being closed (after repeated crashes they are "
+    "restarted); the turn was stopped. The session stays usable and runs the prompts that were waiting."
 )
 
 
@@ -97,34 +85,15 @@ class SessionOptions:
     step_probe_after: float = 30.0
     """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
 
-
-@dataclass(eq=False)
-class _Turn:
-    number: int
-    prompt: str
-    step: int = 0
-    phase: str = "starting"
-    request_id: str = ""
-    batch_id: str = ""
-    built: BuiltRequest | None = None
-    cancelling: str | None = None
-    compaction: CompactionTask | None = None
-    summaries: list[str] = field(default_factory=list)
-    chunked: bool = False
-    emergency_done: bool = False
-    window: int = 0
-    proactive_done: bool = False
-    calls: dict[str, Any] = field(default_factory=dict)
-    text: str = ""
-    auth_attempt: int = 0
-    auth_delay: float = 0.0
-    resume: str = "sampling"
-    """The phase a credentials refresh interrupted: ``sampling`` or ``compacting``."""
-    heard: float = 0.0
-    """When the sampler last spoke of the step in flight (``time.monotonic()``)."""
-    probe: Job | None = None
-    lost: int = 0
-    """Steps whose outcome never arrived (found by the probe)."""
+    def turn_settings(self) -> tm.TurnSettings:
+        """The limits of each turn of the session."""
+        return tm.TurnSettings(
+            self.session_id,
+            max_steps=self.max_steps_per_turn,
+            compaction_threshold=self.compaction_threshold,
+            min_shrink=self.min_shrink,
+            probe_after=self.step_probe_after,
+        )
 
 
 @dataclass(eq=False)
@@ -138,15 +107,21 @@ class SessionRuntime:
     doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
     subscribers: list[Any] = field(default_factory=list)
     prompts: deque[UserPrompt] = field(default_factory=deque)
-    turn: _Turn | None = None
+    turn: tm.TurnMachine | None = None
     next_turn: int | None = None
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     gate: TurnGate | None = None
     unrecorded: list[Any] = field(default_factory=list)
-    """Turn endings published but not yet stored (the chat state was down); stored on the next start."""
+    """Writes to the history that must not be lost but could not be made (the chat state was down), in
+    order: made first thing by the next incarnation, and before any later write."""
+    start_failures: int = 0
     last_active: float = field(default_factory=time.monotonic)
     sampler: SamplerRuntime | None = None
     """The session's sampler state, when known: only read, for :meth:`describe`."""
+    probe: Job | None = None
+    closing: bool = False
+    """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
+    ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -156,14 +131,7 @@ class SessionRuntime:
 
     def describe(self) -> str:
         """A one-line account of the turn in flight and what waits behind it, for diagnostics."""
-        turn = self.turn
-        if turn is None:
-            now = "no turn"
-        else:
-            now = (
-                f"turn {turn.number} step {turn.step} {turn.phase} (request {turn.request_id or '-'}, "
-                f"batch {turn.batch_id or '-'}, cancelling {turn.cancelling})"
-            )
+        now = "no turn" if self.turn is None else self.turn.describe()
         sampler = self.sampler.describe() if self.sampler is not None else "sampler unknown"
         return f"{now}; {len(self.prompts)} prompts waiting; {sampler}"
 
@@ -186,7 +154,7 @@ class _Probe(msgspec.Struct, frozen=True, tag=True):
 
 
 class _TurnError(Exception):
-    """A turn cannot go on: it ends failed with ``kind`` and the message."""
+    """An action cannot be performed: the turn ends failed with ``kind`` and the message."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -198,9 +166,9 @@ class SessionActor(Actor):
 
     One turn at a time; a prompt that arrives mid-turn waits. Each turn steps — sample, run the tool
     calls, append the results, sample again — until an answer without tool calls (``TurnCompleted``), a
-    failure (``TurnFailed`` with a kind: a provider error's kind, ``max_steps``, ``doom_loop``,
-    ``context_overflow``, ``auth``, ``provider_filtered``, ``store``, ``internal``) or a cancel
-    (``TurnCancelled``). Every event is persisted (except text deltas) and published to subscribers.
+    failure (``TurnFailed`` with a kind: a provider error's kind or a :class:`~shell.turn.TurnFailure`) or
+    a cancel (``TurnCancelled``). Every event is persisted (except text deltas) and published to
+    subscribers. The decisions are the :class:`~shell.turn.TurnMachine`'s; this actor performs them.
     """
 
     def __init__(self, runtime: SessionRuntime) -> None:
@@ -223,7 +191,9 @@ class SessionActor(Actor):
             if attempt and self.stopping:
                 raise _TurnError("aborted", "the session is stopping")
             try:
-                return self._chat_address.ask(message)
+                return self._chat_address.ask(
+                    message, timeout=_STOPPING_ASK_TIMEOUT if self.stopping else None
+                )
             except AskTimeout as exc:
                 if exc.delivered or attempt == _CHAT_TRIES - 1:
                     raise _TurnError("internal", f"the session's history did not answer: {exc}") from exc
@@ -245,48 +215,39 @@ class SessionActor(Actor):
 
     @handles(_Init)
     def _on_init(self, _: _Init) -> None:
-        self._guard(self._init)
+        try:
+            self._init()
+        except _TurnError as exc:
+            logger.warning("session %s: could not start: %s", self._opts.session_id, exc)
+            self._feed(tm.ActionFailed(exc.kind, str(exc)))
+            return
+        if self._rt.turn is not None:
+            self._feed(tm.Restarted())
+        elif self._rt.prompts:
+            self._start_next()
 
     def _init(self) -> None:
+        """Record what an earlier incarnation could not, and learn the next turn's number."""
         rt = self._rt
         while rt.unrecorded:
-            event = rt.unrecorded[0]
-            self._chat(EndTurn())
-            self._chat(LogEvent(event.turn, event))
+            self._chat(rt.unrecorded[0])
             rt.unrecorded.pop(0)
         if rt.next_turn is None:
             record = self._chat(GetStatus())
             rt.next_turn = record.current_turn + 1
             if record.status == "in_turn":
-                self._emit(ev.TurnCancelled(self._opts.session_id, record.current_turn, "interrupted"))
+                interrupted = tm.CancelReason.INTERRUPTED
+                self._emit(ev.TurnCancelled(self._opts.session_id, record.current_turn, interrupted))
                 self._chat(EndTurn())
-        turn = rt.turn
-        if turn is not None and turn.phase in ("sampling", "compacting"):
-            # This incarnation replaces one that crashed mid-step: abandon its request, send the step again.
-            self._sibling("sampler").tell(CancelSample(turn.request_id))
-            self._resubmit()
-        elif turn is None and rt.prompts:
-            self._start_next()
 
     def on_stop(self) -> None:
         for sibling in ("sampler", "tools"):
             self.system.unwatch(self._sibling(sibling), self.address)
-        turn = self._rt.turn
-        if turn is not None:
-            self._guard(lambda: self._abort_for_stop(turn))
+        if self._rt.turn is not None:
+            self._feed(self._shutdown())
 
-    def _abort_for_stop(self, turn: _Turn) -> None:
-        """The session is stopping: end the turn now, as ``aborted``, keeping the history paired."""
-        if turn.phase in ("sampling", "compacting"):
-            self._sibling("sampler").tell(CancelSample(turn.request_id))
-            if turn.phase == "sampling" and turn.text:
-                self._chat(Append(turn.number, AssistantMessage(text=turn.text, interrupted=True)))
-        elif turn.phase == "tools":
-            self._sibling("tools").tell(AbortTools(turn.batch_id))
-            for call_id in turn.calls:
-                result = ToolResult(call_id, "aborted: the session was shut down", is_error=True)
-                self._chat(Append(turn.number, ToolMessage(result)))
-        self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, "aborted"))
+    def _shutdown(self) -> tm.Shutdown:
+        return tm.Shutdown(None if self._rt.closing else _STOPPED)
 
     # -- the mailbox API -----------------------------------------------------------------------------
 
@@ -314,20 +275,55 @@ class SessionActor(Actor):
     def _start_next(self, *, gate_held: bool = False) -> None:
         """Start the oldest waiting prompt, once the host's turn limit lets this session run one."""
         rt = self._rt
-        if not rt.prompts or rt.turn is not None:
+        if not rt.prompts or rt.turn is not None or rt.next_turn is None:
             if gate_held and rt.gate is not None:
                 rt.gate.leave(self.address)
             return
         if rt.gate is not None and not gate_held and not rt.gate.enter(self.address):
             return
+        if not self._record_start(rt.next_turn, rt.prompts[0]):
+            if rt.gate is not None:
+                rt.gate.leave(self.address)
+            return
         prompt = rt.prompts.popleft()
-        self._guard(lambda: self._start(prompt))
+        rt.turn = tm.TurnMachine(
+            rt.next_turn,
+            self._opts.turn_settings(),
+            bridge=rt.bridge,
+            doom_loop=rt.doom_loop,
+            ids=rt.ids.__next__,
+        )
+        rt.next_turn += 1
+        self._feed(tm.Begin(prompt))
+
+    def _record_start(self, number: int, prompt: UserPrompt) -> bool:
+        """Store the turn as started with its prompt; False when it must wait (the prompt stays first in
+        line, and a start is tried again). After :data:`_START_TRIES` failures it is kept to be stored
+        later and the turn goes on, to fail at its first read of the history."""
+        rt = self._rt
+        writes = [BeginTurn(number), Append(number, UserMessage((TextPart(prompt.text), *prompt.images)))]
+        try:
+            if rt.unrecorded:
+                raise _TurnError("store", "earlier writes wait to be recorded")
+            while writes:
+                self._chat(writes[0])
+                writes.pop(0)
+        except _TurnError as exc:
+            rt.start_failures += 1
+            if rt.start_failures < _START_TRIES or exc.kind == "aborted":
+                if exc.kind != "aborted":
+                    address = self.address
+                    self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="turn-start")
+                return False
+            rt.unrecorded += writes
+        rt.start_failures = 0
+        return True
 
     @handles(Cancel)
     def _on_cancel(self, message: Cancel) -> bool:
         if self._rt.turn is None:
             return False
-        self._guard(lambda: self._cancel(message.reason))
+        self._feed(tm.CancelRequested(message.reason))
         return True
 
     @handles(Subscribe)
@@ -343,368 +339,162 @@ class SessionActor(Actor):
     def _on_permission(self, message: PermissionDecision) -> None:
         self._sibling("tools").tell(message)
 
-    # -- the sampler ---------------------------------------------------------------------------------
-
-    def _current(self, request_id: str) -> _Turn | None:
-        turn = self._rt.turn
-        if turn is None or turn.request_id != request_id or turn.phase not in ("sampling", "compacting"):
-            return None
-        turn.heard = time.monotonic()
-        return turn
-
-    @handles(Delta)
-    def _on_delta(self, message: Delta) -> None:
-        turn = self._current(message.request_id)
-        if turn is not None and turn.phase == "sampling":
-            turn.text += message.text
-            self._publish(ev.TextDelta(self._opts.session_id, turn.number, message.text))
-
-    @handles(Retrying)
-    def _on_retrying(self, message: Retrying) -> None:
-        turn = self._current(message.request_id)
-        if turn is None:
-            return
-        if message.discard_partial:
-            turn.text = ""
-        self._emit(
-            ev.Retrying(
-                self._opts.session_id,
-                turn.number,
-                message.attempt,
-                message.max_attempts,
-                message.delay,
-                str(message.kind),
-                message.status,
-                message.message,
-                message.discard_partial,
-            )
-        )
-
-    @handles(ProjectionFallback)
-    def _on_fallback(self, message: ProjectionFallback) -> None:
-        turn = self._current(message.request_id)
-        if turn is not None:
-            turn.text = ""
-            self._emit(
-                ev.ProjectionFallback(
-                    self._opts.session_id, turn.number, str(message.projection), str(message.kind)
-                )
-            )
-
-    @handles(Completed)
-    def _on_completed(self, message: Completed) -> None:
-        turn = self._current(message.request_id)
-        if turn is None:
-            return
-        self._guard(lambda: self._completed(turn, message))
-
-    @handles(Failed)
-    def _on_failed(self, message: Failed) -> None:
-        turn = self._current(message.request_id)
-        if turn is None:
-            return
-        self._guard(lambda: self._failed(turn, message))
-
-    @handles(Cancelled)
-    def _on_cancelled(self, message: Cancelled) -> None:
-        turn = self._current(message.request_id)
-        if turn is None:
-            return
-        self._guard(lambda: self._sampler_cancelled(turn, message))
-
-    # -- tools ---------------------------------------------------------------------------------------
-
-    @handles(ToolCallBegan)
-    def _on_tool_began(self, message: ToolCallBegan) -> None:
-        turn = self._rt.turn
-        if turn is None or turn.batch_id != message.batch_id:
-            return
-        call = turn.calls.get(message.call_id)
-        arguments = call.arguments if call is not None else ""
-        self._emit(
-            ev.ToolCallStarted(self._opts.session_id, turn.number, message.call_id, message.tool, arguments)
-        )
-
-    @handles(PermissionRequested)
-    def _on_permission_requested(self, message: PermissionRequested) -> None:
+    @handles(PermissionRequested, ToolAbandoned)
+    def _on_tool_notice(self, message: PermissionRequested | ToolAbandoned) -> None:
         self._publish(message)
 
-    @handles(ToolAbandoned)
-    def _on_abandoned(self, message: ToolAbandoned) -> None:
-        self._publish(message)
+    # -- what the turn hears -------------------------------------------------------------------------
 
-    @handles(ToolsFinished)
-    def _on_tools_finished(self, message: ToolsFinished) -> None:
-        turn = self._rt.turn
-        if turn is None or turn.phase != "tools" or turn.batch_id != message.batch_id:
-            return
-        self._guard(lambda: self._tools_finished(turn, message))
+    @handles(Delta, Retrying, ProjectionFallback, Completed, Failed, Cancelled, ToolCallBegan, ToolsFinished)
+    def _on_turn_message(self, message: tm.TurnInput) -> None:
+        if self._rt.turn is not None:
+            self._feed(message)
 
     @handles(Down)
     def _on_down(self, message: Down) -> None:
-        """A sibling's incarnation ended. A message it was handling may be lost with it, so the step in
-        flight is sent again (sampler) or its calls are recorded as crashed (tools)."""
-        turn = self._rt.turn
-        if turn is None or message.reason is ExitReason.NORMAL:
+        """A sibling's incarnation ended. A message it was handling may be lost with it."""
+        if self._rt.turn is None or message.reason is ExitReason.NORMAL:
             return
-        which = message.address.rsplit("/", 1)[-1]
-        if which == "sampler" and turn.phase in ("sampling", "compacting"):
-            self._step_lost(turn)
-        elif which == "tools" and turn.phase == "tools":
-            outcomes = tuple(
-                ToolOutcome(
-                    call_id,
-                    call.name,
-                    f"the tool runner crashed: {message.error!r}",
-                    True,
-                    ToolStatus.CRASHED,
-                )
-                for call_id, call in turn.calls.items()
-            )
-            self._guard(lambda: self._tools_finished(turn, ToolsFinished(turn.batch_id, outcomes)))
+        sibling = tm.Sibling(message.address.rsplit("/", 1)[-1])
+        self._feed(tm.SiblingDown(sibling, repr(message.error)))
 
     @handles(_Probe)
     def _on_probe(self, message: _Probe) -> None:
-        """The step has been silent a while: make sure the sampler still has it (its outcome may have
-        been lost on the way), and send it again when it does not."""
-        turn = self._rt.turn
-        if turn is None or turn.request_id != message.request_id:
-            return
-        if turn.phase not in ("sampling", "compacting"):
-            return
-        after = self._opts.step_probe_after
-        quiet = time.monotonic() - turn.heard
-        if quiet < after:
-            self._arm_probe(turn, after - quiet)
-            return
-        try:
-            state = self._sibling("sampler").ask(StepStatus(message.request_id))
-        except ActorError:
-            state = None  # the sampler is being restarted: its Down notice covers the step
-        if state is StepState.UNKNOWN:
-            logger.warning(
-                "session %s: step %s ended but its outcome never arrived; sending it again",
-                self._opts.session_id,
-                message.request_id,
-            )
-            turn.lost += 1
-            if turn.lost > _MAX_LOST_STEPS:
-                self._fail_hard("internal", _LOST_MESSAGE.format(n=turn.lost))
-                return
-            self._step_lost(turn)
-            return
-        self._arm_probe(turn, after)
-
-    def _step_lost(self, turn: _Turn) -> None:
-        """The step's outcome will never arrive: a cancelled turn ends, any other sends the step again."""
-        if turn.cancelling is not None:
-            reason = turn.cancelling
-            self._guard(lambda: self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, reason)))
-            return
-        self._sibling("sampler").tell(CancelSample(turn.request_id))
-        self._guard(self._resubmit)
-
-    def _arm_probe(self, turn: _Turn, delay: float) -> None:
-        if turn.probe is not None:
-            turn.probe.cancel()
-        address, request_id = self.address, turn.request_id
-        turn.probe = self.io.call_later(delay, lambda: address.tell(_Probe(request_id)), name="step-probe")
-
-    # -- internal ------------------------------------------------------------------------------------
+        if self._rt.turn is not None:
+            self._feed(tm.ProbeDue(message.request_id))
 
     @handles(_AuthDone)
     def _on_auth_done(self, message: _AuthDone) -> None:
         turn = self._rt.turn
-        if turn is None or turn.number != message.turn or turn.phase != "auth":
-            return
-        if message.error is not None:
-            action = self._rt.bridge.auth_refresh_failed(message.error)
-            self._guard(
-                lambda: self._finish(
-                    ev.TurnFailed(self._opts.session_id, turn.number, action.kind, action.message)
-                )
-            )
-            return
-        self._emit(ev.AuthRefreshed(self._opts.session_id, turn.number, turn.auth_attempt))
-        turn.phase = "waiting"
-        address, number = self.address, turn.number
-        self.io.call_later(turn.auth_delay, lambda: address.tell(_Resubmit(number)))
+        if turn is not None and turn.number == message.turn:
+            self._feed(tm.AuthDone(message.error))
 
     @handles(_Resubmit)
     def _on_resubmit(self, message: _Resubmit) -> None:
         turn = self._rt.turn
-        if turn is None or turn.number != message.turn or turn.phase != "waiting":
-            return
-        task = turn.compaction
-        if turn.resume == "compacting" and task is not None:
-            request = task.requests[len(turn.summaries)]
-            self._guard(lambda: self._sample(turn, request, "compacting", f"{turn.number}:compaction"))
-        else:
-            self._guard(self._resubmit)
+        if turn is not None and turn.number == message.turn:
+            self._feed(tm.ResubmitDue())
 
-    # -- the turn ------------------------------------------------------------------------------------
+    # -- performing ----------------------------------------------------------------------------------
 
-    def _guard(self, action: Callable[[], None]) -> None:
-        """Run a turn transition; whatever goes wrong ends the turn with a clear reason."""
-        try:
-            action()
-        except _TurnError as exc:
-            self._fail_hard(exc.kind, str(exc))
-        except Exception as exc:
-            logger.exception("session %s: turn transition failed", self._opts.session_id)
-            self._fail_hard("internal", f"the session failed unexpectedly: {exc!r}")
-
-    def _fail_hard(self, kind: str, message: str) -> None:
+    def _feed(self, message: tm.TurnInput) -> None:
+        """Feed the turn ``message`` and perform what it decides, feeding back every answer."""
         turn = self._rt.turn
-        if turn is None:
-            return
-        end: ev.TurnFailed | ev.TurnCancelled = (
-            ev.TurnCancelled(self._opts.session_id, turn.number, "aborted")
-            if kind == "aborted"  # the session is stopping: the program cut the turn off
-            else ev.TurnFailed(self._opts.session_id, turn.number, kind, message)
-        )
-        try:
-            self._finish(end)
-        except Exception:
-            logger.exception(
-                "session %s: could not record the end of turn %s", self._opts.session_id, turn.number
-            )
-            self._rt.turn = None
-            self._publish(end)
-
-    def _start(self, prompt: UserPrompt) -> None:
-        rt = self._rt
-        assert rt.next_turn is not None
-        turn = _Turn(rt.next_turn, prompt.text)
-        rt.next_turn += 1
-        rt.turn = turn
-        rt.doom_loop.reset()
-        rt.bridge.step_succeeded()
-        self._chat(BeginTurn(turn.number))
-        self._chat(Append(turn.number, UserMessage((TextPart(prompt.text), *prompt.images))))
-        self._emit(ev.TurnStarted(self._opts.session_id, turn.number, prompt.text))
-        self._next_step(turn)
-
-    def _next_step(self, turn: _Turn) -> None:
-        turn.step += 1
-        turn.proactive_done = False
-        if turn.step > self._opts.max_steps_per_turn:
-            limit = self._opts.max_steps_per_turn
-            raise _TurnError(
-                "max_steps",
-                f"The turn reached the limit of {limit} steps without finishing. Raise it with "
-                "loop_control.max_steps_per_turn in the config "
-                "(or TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN).",
-            )
-        self._resubmit()
-
-    def _resubmit(self) -> None:
-        """Build the step's request from the history and send it (compacting first when it is too big)."""
-        turn = self._rt.turn
-        assert turn is not None
-        built: BuiltRequest = self._chat(
-            BuildRequest(self._opts.model, self._rt.tool_specs, self._opts.max_output_tokens)
-        )
-        turn.built = built
-        if (
-            not turn.proactive_done
-            and built.estimated_tokens > self._opts.compaction_threshold * built.window
-        ):
-            turn.proactive_done = True
-            if self._compact(turn, "proactive"):
+        pending: deque[tm.TurnInput] = deque([message])
+        while pending and turn is not None and self._rt.turn is turn:
+            try:
+                actions = turn.feed(pending.popleft(), time.monotonic())
+            except Exception as exc:
+                logger.exception("session %s: the turn machine failed", self._opts.session_id)
+                self._end_unexpectedly(turn, f"the session failed unexpectedly: {exc!r}")
                 return
-        self._sample(turn, built.request, "sampling", str(turn.number))
+            for action in actions:
+                if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
+                    self._perform_ending(turn, action)
+                    continue
+                try:
+                    answer = self._perform(turn, action)
+                except Exception as exc:
+                    pending.append(self._failure(action, exc))
+                    break
+                if answer is not None:
+                    pending.append(answer)
 
-    def _sample(self, turn: _Turn, request: Any, phase: str, memory_key: str) -> None:
-        turn.phase = phase
-        turn.text = ""
-        turn.request_id = f"{self._opts.session_id}:{turn.number}:{next(self._rt.ids)}"
-        turn.heard = time.monotonic()
-        self._arm_probe(turn, self._opts.step_probe_after)
-        self._sibling("sampler").tell(Sample(turn.request_id, memory_key, request, self.address.name))
+    def _perform_ending(self, turn: tm.TurnMachine, action: tm.TurnAction) -> None:
+        """Perform an action of a turn that has ended: a write that fails is kept to be made later."""
+        match action:
+            case tm.AppendMessage(message):
+                self._record(Append(turn.number, message))
+            case tm.Emit(event):
+                self._record(LogEvent(turn.number, event))
+                self._publish(event)
+            case _:
+                try:
+                    self._perform(turn, action)
+                except Exception:
+                    logger.exception("session %s: could not perform %r", self._opts.session_id, action)
 
-    def _completed(self, turn: _Turn, message: Completed) -> None:
-        if turn.phase == "compacting":
-            task = turn.compaction
-            assert task is not None
-            turn.summaries.append(message.message.text)
-            if len(turn.summaries) < len(task.requests):
-                self._sample(
-                    turn, task.requests[len(turn.summaries)], "compacting", f"{turn.number}:compaction"
+    def _record(self, write: Any) -> None:
+        """Make ``write`` to the history now, or keep it (and every later one, in order) for later."""
+        rt = self._rt
+        if not rt.unrecorded:
+            try:
+                self._chat(write)
+                return
+            except _TurnError:
+                logger.warning("session %s: a write waits to be recorded", self._opts.session_id)
+        rt.unrecorded.append(write)
+
+    def _failure(self, action: tm.TurnAction, exc: Exception) -> tm.TurnInput:
+        """What the turn is told when performing ``action`` raised ``exc``."""
+        if isinstance(exc, _TurnError):
+            return self._shutdown() if exc.kind == "aborted" else tm.ActionFailed(exc.kind, str(exc))
+        logger.error("session %s: performing %r failed", self._opts.session_id, action, exc_info=exc)
+        return tm.ActionFailed("internal", f"the session failed unexpectedly: {exc!r}")
+
+    def _end_unexpectedly(self, turn: tm.TurnMachine, message: str) -> None:
+        """The machine itself failed: end its turn as failed ``internal`` without asking it anything."""
+        self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", message))
+
+    def _perform(self, turn: tm.TurnMachine, action: tm.TurnAction) -> tm.TurnInput | None:
+        """Perform one action; return the input that answers it, if it is an ask."""
+        number = turn.number
+        match action:
+            case tm.Publish(event):
+                self._publish(event)
+            case tm.Emit(event):
+                self._emit(event)
+            case tm.AppendMessage(message):
+                self._chat(Append(number, message))
+            case tm.TellCalibrate(estimated, reported):
+                self._chat_address.tell(Calibrate(estimated, reported))
+            case tm.AskBuild():
+                opts = self._opts
+                return tm.RequestBuilt(
+                    self._chat(BuildRequest(opts.model, self._rt.tool_specs, opts.max_output_tokens))
                 )
-            else:
-                self._compaction_done(turn, "\n\n".join(turn.summaries))
-            return
-        self._rt.bridge.step_succeeded()
-        if message.usage is not None and turn.built is not None:
-            self._chat_address.tell(Calibrate(turn.built.estimated_tokens, message.usage.input_tokens))
-        self._chat(Append(turn.number, message.message))
-        if message.message.tool_calls:
-            self._run_tools(turn, message.message)
-        else:
-            self._finish(
-                ev.TurnCompleted(self._opts.session_id, turn.number, message.message.text, turn.step)
-            )
+            case tm.AskPlan(chunk_tokens):
+                return tm.CompactionPlanned(self._chat(PlanCompaction(self._opts.model, chunk_tokens)))
+            case tm.AskApply(replaced, summary):
+                return tm.CompactionApplied(*self._chat(ApplyCompaction(number, replaced, summary)))
+            case tm.AskStub():
+                return tm.OutputsStubbed(self._chat(StubToolOutputs(number)))
+            case tm.AskLearnWindow(tokens):
+                return tm.WindowLearned(self._chat(LearnWindow(tokens)))
+            case tm.AskStepStatus(request_id):
+                try:
+                    state = self._sibling("sampler").ask(StepStatus(request_id))
+                except ActorError:
+                    state = None  # the sampler is being restarted: its Down notice covers the step
+                return tm.StepChecked(request_id, state)
+            case tm.SendSample(request_id, memory_key, request):
+                self._sibling("sampler").tell(Sample(request_id, memory_key, request, self.address.name))
+            case tm.StopSample(request_id):
+                self._sibling("sampler").tell(CancelSample(request_id))
+            case tm.ArmProbe(request_id, delay):
+                self._arm_probe(request_id, delay)
+            case tm.StartTools(batch_id, invocations):
+                self._sibling("tools").tell(RunTools(batch_id, invocations, self.address.name))
+            case tm.StopTools(batch_id):
+                self._sibling("tools").tell(AbortTools(batch_id))
+            case tm.StartAuthRefresh():
+                self.io.submit(self._refresh, number, name="auth-refresh", owner=self.address)
+            case tm.ScheduleResubmit(delay):
+                address = self.address
+                self.io.call_later(delay, lambda: address.tell(_Resubmit(number)), name="auth-resubmit")
+            case tm.Finish(event):
+                self._finish(turn, event)
+            case _:
+                raise TypeError(f"not a turn action: {action!r}")
+        return None
 
-    def _failed(self, turn: _Turn, message: Failed) -> None:
-        error = message.error
-        if turn.phase == "compacting":
-            overflow = error.kind in (LlmErrorKind.CONTEXT_OVERFLOW, LlmErrorKind.REQUEST_TOO_LARGE)
-            if overflow and not turn.chunked:
-                # The summary request itself is too big: summarise in smaller chunks instead.
-                turn.chunked = True
-                window = turn.window or (turn.built.window if turn.built else 0)
-                if self._compact(turn, "", chunk_tokens=max(256, window * 2 // 5)):
-                    return
-            if overflow and not turn.emergency_done:
-                turn.emergency_done = True
-                cut = self._chat(StubToolOutputs(turn.number))
-                if cut:
-                    self._compaction_finished(turn, True, f"cut {cut} old tool outputs to stubs")
-                    self._resubmit()
-                    return
-            if not overflow:
-                action = self._rt.bridge.on_failed(error, estimated_tokens=0, window=0)
-                if isinstance(action, RefreshAuthAndResubmit):
-                    self._refresh_auth(turn, action)
-                    return
-                assert isinstance(action, FailTurn)
-                self._compaction_finished(turn, False, f"the summary request failed: {error.message}")
-                raise _TurnError(action.kind, f"The compaction's summary request failed: {action.message}")
-            self._compaction_finished(turn, False, f"the summary request failed: {error.message}")
-            raise _TurnError(
-                "context_overflow",
-                f"Compaction failed ({error.kind}: {error.message}). Start a new session or raise the "
-                "context window.",
-            )
-        built = turn.built
-        estimated = built.estimated_tokens if built is not None else 0
-        window = built.window if built is not None else 0
-        action = self._rt.bridge.on_failed(error, estimated_tokens=estimated, window=window)
-        if isinstance(action, FailTurn):
-            raise _TurnError(action.kind, action.message)
-        if isinstance(action, RefreshAuthAndResubmit):
-            self._refresh_auth(turn, action)
-            return
-        assert isinstance(action, CompactAndResubmit)
-        if action.learned_window is not None:
-            turn.window = self._chat(LearnWindow(action.learned_window))
-        turn.chunked = turn.emergency_done = False
-        if not self._compact(turn, "overflow"):
-            raise _TurnError(
-                "context_overflow",
-                "The request is larger than the model's context window and there is nothing left to "
-                "compact. Start a new session or raise the context window.",
-            )
-
-    def _refresh_auth(self, turn: _Turn, action: RefreshAuthAndResubmit) -> None:
-        """Refresh the credentials, then send the failed request again (a compaction's summary request
-        resumes the compaction)."""
-        turn.resume = "compacting" if turn.phase == "compacting" else "sampling"
-        turn.phase = "auth"
-        turn.auth_attempt = action.attempt
-        turn.auth_delay = action.delay
-        self.io.submit(self._refresh, turn.number, name="auth-refresh", owner=self.address)
+    def _arm_probe(self, request_id: str, delay: float) -> None:
+        if self._rt.probe is not None:
+            self._rt.probe.cancel()
+        address = self.address
+        self._rt.probe = self.io.call_later(
+            delay, lambda: address.tell(_Probe(request_id)), name="step-probe"
+        )
 
     async def _refresh(self, number: int) -> None:
         error: str | None = None
@@ -717,144 +507,18 @@ class SessionActor(Actor):
             error = f"{type(exc).__name__}: {exc}"
         self.address.tell(_AuthDone(number, error))
 
-    def _compact(self, turn: _Turn, reason: str, *, chunk_tokens: int | None = None) -> bool:
-        """Start a compaction (``reason`` empty: a retry of the current one in chunks); False when
-        there is nothing to compact."""
-        built = turn.built
-        task: CompactionTask | None = self._chat(PlanCompaction(self._opts.model, chunk_tokens))
-        if task is None:
-            return False
-        if reason:
-            self._emit(
-                ev.CompactionStarted(
-                    self._opts.session_id,
-                    turn.number,
-                    reason,
-                    built.estimated_tokens if built else 0,
-                    turn.window or (built.window if built else 0),
-                )
-            )
-        turn.compaction = task
-        turn.summaries = []
-        self._sample(turn, task.requests[0], "compacting", f"{turn.number}:compaction")
-        return True
-
-    def _compaction_done(self, turn: _Turn, summary: str) -> None:
-        task = turn.compaction
-        assert task is not None
-        before, after = self._chat(ApplyCompaction(turn.number, task.replaced, summary))
-        ok = shrank_enough(before, after, self._opts.min_shrink)
-        self._compaction_finished(
-            turn,
-            ok,
-            f"replaced {len(task.replaced)} messages",
-            replaced=len(task.replaced),
-            sizes=(before, after),
-        )
-        if not ok:
-            raise _TurnError(
-                "context_overflow",
-                f"Compaction did not shrink the request enough ({before} → {after} estimated tokens). "
-                "Start a new session or raise the context window.",
-            )
-        self._resubmit()
-
-    def _compaction_finished(
-        self, turn: _Turn, ok: bool, note: str, *, replaced: int = 0, sizes: tuple[int, int] = (0, 0)
-    ) -> None:
-        turn.compaction = None
-        self._emit(
-            ev.CompactionFinished(self._opts.session_id, turn.number, ok, replaced, sizes[0], sizes[1], note)
-        )
-
-    def _sampler_cancelled(self, turn: _Turn, message: Cancelled) -> None:
-        if turn.cancelling is None:
-            # Not asked for (the sampler was restarted under us): send the step again.
-            self._resubmit()
-            return
-        partial = message.partial
-        if turn.phase == "sampling" and (partial.text or turn.text):
-            salvaged = AssistantMessage(text=partial.text or turn.text, interrupted=True)
-            self._chat(Append(turn.number, salvaged))
-        self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, turn.cancelling))
-
-    def _run_tools(self, turn: _Turn, message: AssistantMessage) -> None:
-        turn.phase = "tools"
-        turn.batch_id = f"{self._opts.session_id}:{turn.number}:{next(self._rt.ids)}"
-        turn.calls = {call.id: call for call in message.tool_calls}
-        invocations = tuple(ToolInvocation(c.id, c.name, c.arguments) for c in message.tool_calls)
-        self._sibling("tools").tell(RunTools(turn.batch_id, invocations, self.address.name))
-
-    def _tools_finished(self, turn: _Turn, message: ToolsFinished) -> None:
-        verdict_fail: str | None = None
-        warned = False
-        for outcome in message.outcomes:
-            result = ToolResult(outcome.call_id, outcome.content, outcome.is_error)
-            self._chat(Append(turn.number, ToolMessage(result)))
-            preview = outcome.content[:200]
-            self._emit(
-                ev.ToolCallFinished(
-                    self._opts.session_id,
-                    turn.number,
-                    outcome.call_id,
-                    outcome.tool,
-                    outcome.is_error,
-                    str(outcome.status),
-                    preview,
-                )
-            )
-            call = turn.calls.get(outcome.call_id)
-            if call is None or verdict_fail is not None:
-                continue
-            verdict = self._rt.doom_loop.observe(call, result)
-            if verdict.verdict is DoomLoopVerdict.FAIL:
-                verdict_fail = verdict.reason
-            elif verdict.verdict is DoomLoopVerdict.WARN and not warned:
-                warned = True
-                self._emit(ev.DoomLoopWarning(self._opts.session_id, turn.number, verdict.reason))
-        if turn.cancelling is not None:
-            self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, turn.cancelling))
-            return
-        if verdict_fail is not None:
-            raise _TurnError(
-                "doom_loop",
-                f"The model is repeating itself ({verdict_fail}). The turn was stopped so you can step in; "
-                "the session stays usable.",
-            )
-        if warned:
-            self._chat(Append(turn.number, UserMessage.of_text(DOOM_LOOP_REMINDER)))
-        self._next_step(turn)
-
-    def _cancel(self, reason: str) -> None:
-        turn = self._rt.turn
-        assert turn is not None
-        if turn.cancelling is not None:
-            return
-        turn.cancelling = reason
-        if turn.phase in ("sampling", "compacting"):
-            self._sibling("sampler").tell(CancelSample(turn.request_id))
-        elif turn.phase == "tools":
-            self._sibling("tools").tell(AbortTools(turn.batch_id))
-        else:
-            self._finish(ev.TurnCancelled(self._opts.session_id, turn.number, reason))
-
-    def _finish(self, event: ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled) -> None:
+    def _finish(self, turn: tm.TurnMachine, event: tm.TurnEnd) -> None:
+        """Record the turn's end (or keep it to record later), publish it, and start the next prompt."""
         rt = self._rt
-        turn = rt.turn
-        assert turn is not None
+        if rt.turn is not turn:
+            return
         rt.turn = None
-        if turn.probe is not None:
-            turn.probe.cancel()
+        if rt.probe is not None:
+            rt.probe.cancel()
+            rt.probe = None
         self._sibling("sampler").tell(ForgetTurn(str(turn.number)))
-        try:
-            self._chat(EndTurn())
-            self._chat(LogEvent(turn.number, event))
-        except _TurnError:
-            # Kept until the chat state is back: the next incarnation records it first thing.
-            logger.warning(
-                "session %s: the end of turn %s waits to be recorded", self._opts.session_id, turn.number
-            )
-            rt.unrecorded.append(event)
+        self._record(EndTurn())
+        self._record(LogEvent(turn.number, event))
         self._publish(event)
         rt.last_active = time.monotonic()
         if rt.gate is not None:
@@ -864,7 +528,7 @@ class SessionActor(Actor):
 
     # -- events --------------------------------------------------------------------------------------
 
-    def _emit(self, event: msgspec.Struct) -> None:
+    def _emit(self, event: Any) -> None:
         """Persist the event, then publish it."""
         turn = getattr(event, "turn", 0)
         try:

@@ -15,6 +15,7 @@ from shell import events as ev
 from shell.credentials import OAuthCredential
 from shell.messages import Cancel
 from shell.session_tree import SessionChaos
+from shell.turn import MAX_LOST_STEPS
 from tests.actors.conftest import system_threads
 from tests.shell._harness import Harness, of
 
@@ -292,7 +293,7 @@ def test_a_step_whose_answer_keeps_getting_lost_is_sent_again_then_fails_the_tur
         harness.close()
     failed = events[-1]
     assert isinstance(failed, ev.TurnFailed) and failed.kind == "internal", failed
-    assert "lost on its way to the session 4 times" in failed.message
-    assert requests == 4  # the first request and three sent again
+    assert f"lost {MAX_LOST_STEPS + 1} times" in failed.message
+    assert requests == MAX_LOST_STEPS + 1  # the first request and each time it was sent again
     assert [type(m).__name__ for m in harness.stored_history()] == ["UserMessage"]
     assert stored_types(harness)[-1] == "TurnFailed"

@@ -1,0 +1,187 @@
+"""What a turn can be told: the answers to its own asks, timers, the user, siblings and the host.
+
+The sampler's and the tool runner's own messages (``Delta``, ``Retrying``, ``ProjectionFallback``,
+``Completed``, ``Failed``, ``Cancelled``, ``ToolCallBegan``, ``ToolsFinished``) are inputs too, as they come.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from sampler import (
+    Cancelled,
+    Completed,
+    Delta,
+    Failed,
+    ProjectionFallback,
+    Retrying,
+    StepState,
+)
+from tool_bridge.messages import ToolCallBegan, ToolsFinished
+
+from .._protocol import BuiltRequest, CompactionTask
+from ..messages import UserPrompt
+
+__all__ = [
+    "ActionFailed",
+    "AuthDone",
+    "Begin",
+    "CancelRequested",
+    "CompactionApplied",
+    "CompactionPlanned",
+    "OutputsStubbed",
+    "ProbeDue",
+    "RequestBuilt",
+    "Restarted",
+    "ResubmitDue",
+    "Shutdown",
+    "Sibling",
+    "SiblingDown",
+    "StepChecked",
+    "TurnInput",
+    "WindowLearned",
+]
+
+
+class Sibling(enum.StrEnum):
+    """The session's siblings whose crash a turn must ride out."""
+
+    SAMPLER = "sampler"
+    TOOLS = "tools"
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    """Start the turn; its prompt is already in the history."""
+
+    prompt: UserPrompt
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBuilt:
+    """The answer to :class:`~shell.turn.AskBuild`."""
+
+    built: BuiltRequest
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlanned:
+    """The answer to :class:`~shell.turn.AskPlan`: the summary requests, or None when nothing can be
+    compacted."""
+
+    task: CompactionTask | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionApplied:
+    """The answer to :class:`~shell.turn.AskApply`: the estimated request size before and after."""
+
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutputsStubbed:
+    """The answer to :class:`~shell.turn.AskStub`: how many old tool outputs were cut to stubs."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class WindowLearned:
+    """The answer to :class:`~shell.turn.AskLearnWindow`: the effective context window now."""
+
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepChecked:
+    """The answer to :class:`~shell.turn.AskStepStatus`; ``state`` None when the sampler did not answer."""
+
+    request_id: str
+    state: StepState | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeDue:
+    """The timer of :class:`~shell.turn.ArmProbe` went off."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthDone:
+    """The credential refresh of :class:`~shell.turn.StartAuthRefresh` ended; ``error`` None on success."""
+
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResubmitDue:
+    """The delay of :class:`~shell.turn.ScheduleResubmit` is over."""
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    """The user (or the program) cancels the turn with ``reason``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SiblingDown:
+    """An incarnation of a sibling ended abnormally; what it was handling may be lost."""
+
+    sibling: Sibling
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Restarted:
+    """The SessionActor was restarted: an answer the previous incarnation waited for may be lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """The session is stopping: end the turn now, keeping the history paired. ``failure`` None: it was
+    asked to stop (the turn is cancelled ``aborted``); else its subtree is going down on its own (it
+    gave up after repeated crashes) and the turn fails ``internal`` with that message."""
+
+    failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActionFailed:
+    """Performing an action failed (the history or its store did not answer): the turn cannot go on."""
+
+    kind: str
+    message: str
+
+
+TurnInput = (
+    Begin
+    | RequestBuilt
+    | CompactionPlanned
+    | CompactionApplied
+    | OutputsStubbed
+    | WindowLearned
+    | StepChecked
+    | ProbeDue
+    | AuthDone
+    | ResubmitDue
+    | CancelRequested
+    | SiblingDown
+    | Restarted
+    | Shutdown
+    | ActionFailed
+    | Delta
+    | Retrying
+    | ProjectionFallback
+    | Completed
+    | Failed
+    | Cancelled
+    | ToolCallBegan
+    | ToolsFinished
+)
+"""Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
