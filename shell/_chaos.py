@@ -361,6 +361,7 @@ _REASONS: tuple[tuple[str, str], ...] = (
     ("the actor is stopping", "while stopping"),
     ("actor ended and is not restarted", "after the actor ended"),
     ("queued while it was stopping", "queued behind a stop"),
+    ("its supervisor stopped before restarting it", "supervisor stopping"),
     ("dropped by the chaos policy", "dropped"),
     ("refused:", "refused"),
     ("has no handler for", "unhandled"),
@@ -392,6 +393,11 @@ _EXPLANATIONS: dict[tuple[str, str], str] = {
     ("*", "asker gave up"): "an ask withdrawn at its deadline while its actor was restarting",
     ("*", "restart too slow"): "its actor did not come back within restart_wait",
     ("*", "queued behind a stop"): "queued behind the stop of an incarnation that was not restarted",
+    ("*", "supervisor stopping"): (
+        "sent to an actor that crashed while its session subtree was stopping (it gave up after too many "
+        "restarts, or the session was closed): the subtree is started again whole, and the turn in "
+        "flight ends as recorded"
+    ),
 }
 """What explains each kind of dead letter a run can produce: (message type or "*", reason class)."""
 

@@ -115,6 +115,10 @@ class SessionRuntime:
     """Writes to the history that must not be lost but could not be made (the chat state was down), in
     order: made first thing by the next incarnation, and before any later write."""
     start_failures: int = 0
+    generation: int = 0
+    """How many times the session's subtree has been started (a restart of the whole subtree counts)."""
+    turn_generation: int = 0
+    """The generation the turn in flight began in."""
     last_active: float = field(default_factory=time.monotonic)
     sampler: SamplerRuntime | None = None
     """The session's sampler state, when known: only read, for :meth:`describe`."""
@@ -215,15 +219,20 @@ class SessionActor(Actor):
 
     @handles(_Init)
     def _on_init(self, _: _Init) -> None:
+        rt = self._rt
         try:
             self._init()
         except _TurnError as exc:
             logger.warning("session %s: could not start: %s", self._opts.session_id, exc)
-            self._feed(tm.ActionFailed(exc.kind, str(exc)))
+            if exc.kind != "aborted":
+                address = self.address
+                self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="session-init")
             return
-        if self._rt.turn is not None:
+        if rt.turn is not None and rt.turn_generation != rt.generation:
+            self._feed(tm.Shutdown(_STOPPED))  # the whole subtree was restarted: its work is gone
+        elif rt.turn is not None:
             self._feed(tm.Restarted())
-        elif self._rt.prompts:
+        elif rt.prompts:
             self._start_next()
 
     def _init(self) -> None:
@@ -286,6 +295,7 @@ class SessionActor(Actor):
                 rt.gate.leave(self.address)
             return
         prompt = rt.prompts.popleft()
+        rt.turn_generation = rt.generation
         rt.turn = tm.TurnMachine(
             rt.next_turn,
             self._opts.turn_settings(),
@@ -388,14 +398,14 @@ class SessionActor(Actor):
                 logger.exception("session %s: the turn machine failed", self._opts.session_id)
                 self._end_unexpectedly(turn, f"the session failed unexpectedly: {exc!r}")
                 return
-            for action in actions:
+            for index, action in enumerate(actions):
                 if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
                     self._perform_ending(turn, action)
                     continue
                 try:
                     answer = self._perform(turn, action)
                 except Exception as exc:
-                    pending.append(self._failure(action, exc))
+                    pending.append(self._failure(actions[index:], exc))
                     break
                 if answer is not None:
                     pending.append(answer)
@@ -425,12 +435,15 @@ class SessionActor(Actor):
                 logger.warning("session %s: a write waits to be recorded", self._opts.session_id)
         rt.unrecorded.append(write)
 
-    def _failure(self, action: tm.TurnAction, exc: Exception) -> tm.TurnInput:
-        """What the turn is told when performing ``action`` raised ``exc``."""
+    def _failure(self, unperformed: list[tm.TurnAction], exc: Exception) -> tm.TurnInput:
+        """What the turn is told when performing ``unperformed[0]`` raised ``exc``."""
         if isinstance(exc, _TurnError):
-            return self._shutdown() if exc.kind == "aborted" else tm.ActionFailed(exc.kind, str(exc))
-        logger.error("session %s: performing %r failed", self._opts.session_id, action, exc_info=exc)
-        return tm.ActionFailed("internal", f"the session failed unexpectedly: {exc!r}")
+            if exc.kind == "aborted":
+                return self._shutdown()
+            return tm.ActionFailed(exc.kind, str(exc), tuple(unperformed))
+        logger.error("session %s: performing %r failed", self._opts.session_id, unperformed[0], exc_info=exc)
+        message = f"the session failed unexpectedly: {exc!r}"
+        return tm.ActionFailed("internal", message, tuple(unperformed))
 
     def _end_unexpectedly(self, turn: tm.TurnMachine, message: str) -> None:
         """The machine itself failed: end its turn as failed ``internal`` without asking it anything."""

@@ -50,6 +50,11 @@ class SessionParts:
     crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
 
 
+_SESSION_STOP_TIMEOUT = 15.0
+"""The SessionActor may be in the middle of an ask to a history that is restarting (up to its restart
+wait) when its stop arrives; then it ends its turn."""
+
+
 def tool_specs(registry: ToolRegistry) -> tuple[ToolSpec, ...]:
     """The tools of ``registry`` as the model is offered them, in registration order."""
     return tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in registry.specs())
@@ -92,10 +97,16 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
             ),
             shutdown_timeout=parts.tools.kill_after + 5.0,
         ),
-        ChildSpec("session", lambda: SessionActor(session_runtime_), chaos=chaos.session),
+        ChildSpec(
+            "session",
+            lambda: SessionActor(session_runtime_),
+            chaos=chaos.session,
+            shutdown_timeout=_SESSION_STOP_TIMEOUT,
+        ),
     ]
-    return ChildSpec(
-        name,
-        lambda: Supervisor(children, strategy=Strategy.ONE_FOR_ONE, intensity=parts.intensity),
-        shutdown_timeout=parts.tools.kill_after + 15.0,
-    )
+
+    def subtree() -> Supervisor:
+        session_runtime_.generation += 1
+        return Supervisor(children, strategy=Strategy.ONE_FOR_ONE, intensity=parts.intensity)
+
+    return ChildSpec(name, subtree, shutdown_timeout=parts.tools.kill_after + 15.0)

@@ -153,10 +153,12 @@ class Shutdown:
 
 @dataclass(frozen=True, slots=True)
 class ActionFailed:
-    """Performing an action failed (the history or its store did not answer): the turn cannot go on."""
+    """Performing an action failed (the history or its store did not answer): the turn cannot go on.
+    ``unperformed`` are that action and the ones after it in its list, which did not happen."""
 
     kind: str
     message: str
+    unperformed: tuple[object, ...] = ()
 
 
 TurnInput = (

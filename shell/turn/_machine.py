@@ -755,6 +755,15 @@ class TurnMachine:
         return self._stopped(actions)
 
     def _action_failed(self, message: ActionFailed, now: float) -> list[TurnAction]:
+        for action in message.unperformed:
+            if not isinstance(action, AppendMessage):
+                continue
+            written = action.message
+            if isinstance(written, AssistantMessage):  # its calls never reached the history
+                for call in written.tool_calls:
+                    self._open_calls.pop(call.id, None)
+            elif isinstance(written, ToolMessage) and written.result.call_id in self._calls:
+                self._open_calls[written.result.call_id] = self._calls[written.result.call_id]
         return self._fail(message.kind, message.message)
 
 
