@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
-import queue
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import msgspec
 
-from actors import Actor, ActorError, Address, AskTimeout, Down, ExitReason, Job, Refuse, handles
+from actors import Actor, ActorError, Address, Down, ExitReason, Refuse, handles
 from sampler import (
     Cancelled,
     CancelSample,
@@ -23,10 +20,8 @@ from sampler import (
     ProjectionFallback,
     Retrying,
     Sample,
-    SamplerRuntime,
     StepStatus,
     TextPart,
-    ToolSpec,
     UserMessage,
 )
 from sampler import EndTurn as ForgetTurn
@@ -35,32 +30,25 @@ from tool_bridge.permissions import PermissionDecision, PermissionRequested
 
 from . import events as ev
 from . import turn as tm
-from ._gate import GateOpen, TurnGate
+from ._gate import GateOpen
+from ._history import History, HistoryError
 from ._protocol import (
     Append,
-    ApplyCompaction,
     BeginTurn,
-    BuildRequest,
     Calibrate,
     EndTurn,
     GetStatus,
-    LearnWindow,
     LogEvent,
-    PlanCompaction,
-    StubToolOutputs,
 )
-from .bridge import RecoveryBridge
-from .credentials import CredentialProvider, CredentialRefreshError
-from .doom_loop import DoomLoopDetector
+from ._session_state import SessionOptions, SessionRuntime
+from ._subscribers import publish
+from .credentials import CredentialRefreshError
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 
 __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
 
 logger = logging.getLogger("turnkeep.shell")
 
-_CHAT_TRIES = 5
-_STOPPING_ASK_TIMEOUT = 2.0
-"""Seconds an ask to the history may take while the session stops (its own stop has a deadline too)."""
 _START_TRIES = 3
 """Times a turn's start may fail to be recorded (the history is restarting) before the turn fails."""
 _START_RETRY_AFTER = 0.5
@@ -68,76 +56,6 @@ _STOPPED = (
     "The session's actors were stopped without the session being closed (after repeated crashes they are "
     "restarted); the turn was stopped. The session stays usable and runs the prompts that were waiting."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SessionOptions:
-    """How one session runs its turns."""
-
-    session_id: str
-    model: str
-    max_steps_per_turn: int = 100
-    max_output_tokens: int | None = None
-    compaction_threshold: float = 0.85
-    max_compactions: int = 3
-    min_shrink: float = 0.10
-    auth_backoff: float = 0.5
-    step_probe_after: float = 30.0
-    """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
-
-    def turn_settings(self) -> tm.TurnSettings:
-        """The limits of each turn of the session."""
-        return tm.TurnSettings(
-            self.session_id,
-            max_steps=self.max_steps_per_turn,
-            compaction_threshold=self.compaction_threshold,
-            min_shrink=self.min_shrink,
-            probe_after=self.step_probe_after,
-        )
-
-
-@dataclass(eq=False)
-class SessionRuntime:
-    """The session's state that outlives an incarnation of its SessionActor: subscribers, the turn in
-    flight and the prompts waiting behind it. Create one per session and capture it in the factory."""
-
-    options: SessionOptions
-    credentials: CredentialProvider
-    tool_specs: tuple[ToolSpec, ...] = ()
-    doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
-    subscribers: list[Any] = field(default_factory=list)
-    prompts: deque[UserPrompt] = field(default_factory=deque)
-    turn: tm.TurnMachine | None = None
-    next_turn: int | None = None
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    gate: TurnGate | None = None
-    unrecorded: list[Any] = field(default_factory=list)
-    """Writes to the history that must not be lost but could not be made (the chat state was down), in
-    order: made first thing by the next incarnation, and before any later write."""
-    start_failures: int = 0
-    generation: int = 0
-    """How many times the session's subtree has been started (a restart of the whole subtree counts)."""
-    turn_generation: int = 0
-    """The generation the turn in flight began in."""
-    last_active: float = field(default_factory=time.monotonic)
-    sampler: SamplerRuntime | None = None
-    """The session's sampler state, when known: only read, for :meth:`describe`."""
-    probe: Job | None = None
-    closing: bool = False
-    """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
-    ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
-    bridge: RecoveryBridge = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.bridge = RecoveryBridge(
-            max_compactions=self.options.max_compactions, auth_backoff=self.options.auth_backoff
-        )
-
-    def describe(self) -> str:
-        """A one-line account of the turn in flight and what waits behind it, for diagnostics."""
-        now = "no turn" if self.turn is None else self.turn.describe()
-        sampler = self.sampler.describe() if self.sampler is not None else "sampler unknown"
-        return f"{now}; {len(self.prompts)} prompts waiting; {sampler}"
 
 
 class _Init(msgspec.Struct, frozen=True, tag=True):
@@ -157,14 +75,6 @@ class _Probe(msgspec.Struct, frozen=True, tag=True):
     request_id: str
 
 
-class _TurnError(Exception):
-    """An action cannot be performed: the turn ends failed with ``kind`` and the message."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 class SessionActor(Actor):
     """The session's mailbox address and its turn loop.
 
@@ -179,34 +89,14 @@ class SessionActor(Actor):
         super().__init__()
         self._rt = runtime
         self._opts = runtime.options
+        self._history = History(
+            lambda: self._sibling("chat_state"), lambda: self.stopping, runtime.unrecorded
+        )
 
     # -- addresses -----------------------------------------------------------------------------------
 
     def _sibling(self, name: str) -> Address:
         return self.system.address(self.address.name.rsplit("/", 1)[0] + "/" + name)
-
-    @property
-    def _chat_address(self) -> Address:
-        return self._sibling("chat_state")
-
-    def _chat(self, message: Any) -> Any:
-        """Ask the chat state, riding out its restarts (a crash before handling leaves nothing done)."""
-        for attempt in range(_CHAT_TRIES):
-            if attempt and self.stopping:
-                raise _TurnError("aborted", "the session is stopping")
-            try:
-                return self._chat_address.ask(
-                    message, timeout=_STOPPING_ASK_TIMEOUT if self.stopping else None
-                )
-            except AskTimeout as exc:
-                if exc.delivered or attempt == _CHAT_TRIES - 1:
-                    raise _TurnError("internal", f"the session's history did not answer: {exc}") from exc
-            except ActorError as exc:
-                if attempt == _CHAT_TRIES - 1:
-                    raise _TurnError("internal", f"the session's history is unavailable: {exc}") from exc
-            except Exception as exc:
-                raise _TurnError("store", f"the session store failed: {exc}") from exc
-        raise AssertionError("unreachable")
 
     # -- life ----------------------------------------------------------------------------------------
 
@@ -222,7 +112,7 @@ class SessionActor(Actor):
         rt = self._rt
         try:
             self._init()
-        except _TurnError as exc:
+        except HistoryError as exc:
             logger.warning("session %s: could not start: %s", self._opts.session_id, exc)
             if exc.kind != "aborted":
                 address = self.address
@@ -238,16 +128,14 @@ class SessionActor(Actor):
     def _init(self) -> None:
         """Record what an earlier incarnation could not, and learn the next turn's number."""
         rt = self._rt
-        while rt.unrecorded:
-            self._chat(rt.unrecorded[0])
-            rt.unrecorded.pop(0)
+        self._history.flush()
         if rt.next_turn is None:
-            record = self._chat(GetStatus())
+            record = self._history.ask(GetStatus())
             rt.next_turn = record.current_turn + 1
             if record.status == "in_turn":
                 interrupted = tm.CancelReason.INTERRUPTED
                 self._emit(ev.TurnCancelled(self._opts.session_id, record.current_turn, interrupted))
-                self._chat(EndTurn())
+                self._history.ask(EndTurn())
 
     def on_stop(self) -> None:
         for sibling in ("sampler", "tools"):
@@ -255,8 +143,8 @@ class SessionActor(Actor):
         if self._rt.turn is not None:
             self._feed(self._shutdown())
 
-    def _shutdown(self) -> tm.Shutdown:
-        return tm.Shutdown(None if self._rt.closing else _STOPPED)
+    def _shutdown(self, unperformed: tuple[tm.TurnAction, ...] = ()) -> tm.Shutdown:
+        return tm.Shutdown(None if self._rt.closing else _STOPPED, unperformed)
 
     # -- the mailbox API -----------------------------------------------------------------------------
 
@@ -267,7 +155,7 @@ class SessionActor(Actor):
         if rt.next_turn is None:
             try:
                 self._init()
-            except _TurnError as exc:
+            except HistoryError as exc:
                 raise Refuse(exc) from exc
         assert rt.next_turn is not None
         number = rt.next_turn + len(rt.prompts)  # next_turn already counts a turn in flight
@@ -314,11 +202,11 @@ class SessionActor(Actor):
         writes = [BeginTurn(number), Append(number, UserMessage((TextPart(prompt.text), *prompt.images)))]
         try:
             if rt.unrecorded:
-                raise _TurnError("store", "earlier writes wait to be recorded")
+                raise HistoryError("store", "earlier writes wait to be recorded")
             while writes:
-                self._chat(writes[0])
+                self._history.ask(writes[0])
                 writes.pop(0)
-        except _TurnError as exc:
+        except HistoryError as exc:
             rt.start_failures += 1
             if rt.start_failures < _START_TRIES or exc.kind == "aborted":
                 if exc.kind != "aborted":
@@ -396,7 +284,8 @@ class SessionActor(Actor):
                 actions = turn.feed(pending.popleft(), time.monotonic())
             except Exception as exc:
                 logger.exception("session %s: the turn machine failed", self._opts.session_id)
-                self._end_unexpectedly(turn, f"the session failed unexpectedly: {exc!r}")
+                why = f"the session failed unexpectedly: {exc!r}"
+                self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", why))
                 return
             for index, action in enumerate(actions):
                 if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
@@ -414,9 +303,9 @@ class SessionActor(Actor):
         """Perform an action of a turn that has ended: a write that fails is kept to be made later."""
         match action:
             case tm.AppendMessage(message):
-                self._record(Append(turn.number, message))
+                self._history.record(Append(turn.number, message))
             case tm.Emit(event):
-                self._record(LogEvent(turn.number, event))
+                self._history.record(LogEvent(turn.number, event))
                 self._publish(event)
             case _:
                 try:
@@ -424,30 +313,15 @@ class SessionActor(Actor):
                 except Exception:
                     logger.exception("session %s: could not perform %r", self._opts.session_id, action)
 
-    def _record(self, write: Any) -> None:
-        """Make ``write`` to the history now, or keep it (and every later one, in order) for later."""
-        rt = self._rt
-        if not rt.unrecorded:
-            try:
-                self._chat(write)
-                return
-            except _TurnError:
-                logger.warning("session %s: a write waits to be recorded", self._opts.session_id)
-        rt.unrecorded.append(write)
-
     def _failure(self, unperformed: list[tm.TurnAction], exc: Exception) -> tm.TurnInput:
         """What the turn is told when performing ``unperformed[0]`` raised ``exc``."""
-        if isinstance(exc, _TurnError):
+        if isinstance(exc, HistoryError):
             if exc.kind == "aborted":
-                return self._shutdown()
+                return self._shutdown(tuple(unperformed))
             return tm.ActionFailed(exc.kind, str(exc), tuple(unperformed))
         logger.error("session %s: performing %r failed", self._opts.session_id, unperformed[0], exc_info=exc)
         message = f"the session failed unexpectedly: {exc!r}"
         return tm.ActionFailed("internal", message, tuple(unperformed))
-
-    def _end_unexpectedly(self, turn: tm.TurnMachine, message: str) -> None:
-        """The machine itself failed: end its turn as failed ``internal`` without asking it anything."""
-        self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", message))
 
     def _perform(self, turn: tm.TurnMachine, action: tm.TurnAction) -> tm.TurnInput | None:
         """Perform one action; return the input that answers it, if it is an ask."""
@@ -458,22 +332,18 @@ class SessionActor(Actor):
             case tm.Emit(event):
                 self._emit(event)
             case tm.AppendMessage(message):
-                self._chat(Append(number, message))
+                self._history.ask(Append(number, message))
             case tm.TellCalibrate(estimated, reported):
-                self._chat_address.tell(Calibrate(estimated, reported))
-            case tm.AskBuild():
+                self._history.tell(Calibrate(estimated, reported))
+            case tm.AskBuild() | tm.AskPlan() | tm.AskApply() | tm.AskStub() | tm.AskLearnWindow():
                 opts = self._opts
-                return tm.RequestBuilt(
-                    self._chat(BuildRequest(opts.model, self._rt.tool_specs, opts.max_output_tokens))
+                return self._history.answer(
+                    action,
+                    turn=number,
+                    model=opts.model,
+                    tools=self._rt.tool_specs,
+                    max_tokens=opts.max_output_tokens,
                 )
-            case tm.AskPlan(chunk_tokens):
-                return tm.CompactionPlanned(self._chat(PlanCompaction(self._opts.model, chunk_tokens)))
-            case tm.AskApply(replaced, summary):
-                return tm.CompactionApplied(*self._chat(ApplyCompaction(number, replaced, summary)))
-            case tm.AskStub():
-                return tm.OutputsStubbed(self._chat(StubToolOutputs(number)))
-            case tm.AskLearnWindow(tokens):
-                return tm.WindowLearned(self._chat(LearnWindow(tokens)))
             case tm.AskStepStatus(request_id):
                 try:
                     state = self._sibling("sampler").ask(StepStatus(request_id))
@@ -530,8 +400,8 @@ class SessionActor(Actor):
             rt.probe.cancel()
             rt.probe = None
         self._sibling("sampler").tell(ForgetTurn(str(turn.number)))
-        self._record(EndTurn())
-        self._record(LogEvent(turn.number, event))
+        self._history.record(EndTurn())
+        self._history.record(LogEvent(turn.number, event))
         self._publish(event)
         rt.last_active = time.monotonic()
         if rt.gate is not None:
@@ -545,18 +415,9 @@ class SessionActor(Actor):
         """Persist the event, then publish it."""
         turn = getattr(event, "turn", 0)
         try:
-            self._chat(LogEvent(turn, event))
+            self._history.ask(LogEvent(turn, event))
         finally:
             self._publish(event)
 
     def _publish(self, event: Any) -> None:
-        for subscriber in list(self._rt.subscribers):
-            try:
-                if isinstance(subscriber, Address):
-                    subscriber.tell(event)
-                elif isinstance(subscriber, queue.Queue):
-                    subscriber.put_nowait(event)
-                else:
-                    subscriber(event)
-            except Exception:
-                logger.exception("session %s: a subscriber failed", self._opts.session_id)
+        publish(self._rt.subscribers, event, session_id=self._opts.session_id)

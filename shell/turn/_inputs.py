@@ -146,9 +146,11 @@ class Restarted:
 class Shutdown:
     """The session is stopping: end the turn now, keeping the history paired. ``failure`` None: it was
     asked to stop (the turn is cancelled ``aborted``); else its subtree is going down on its own (it
-    gave up after repeated crashes) and the turn fails ``internal`` with that message."""
+    gave up after repeated crashes) and the turn fails ``internal`` with that message. ``unperformed``
+    are the actions cut off by the stop, which did not happen."""
 
     failure: str | None = None
+    unperformed: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -749,13 +749,19 @@ class TurnMachine:
     def _shutdown(self, message: Shutdown, now: float) -> list[TurnAction]:
         self.stopping = True
         self._stop_failure = message.failure
+        self._not_done(message.unperformed)
         actions: list[TurnAction] = []
         if self.phase is Phase.SAMPLING and self._open_request is not None and self.text:
             actions.append(AppendMessage(AssistantMessage(text=self.text, interrupted=True)))
         return self._stopped(actions)
 
     def _action_failed(self, message: ActionFailed, now: float) -> list[TurnAction]:
-        for action in message.unperformed:
+        self._not_done(message.unperformed)
+        return self._fail(message.kind, message.message)
+
+    def _not_done(self, unperformed: tuple[object, ...]) -> None:
+        """Keep the record of open calls true to the history when ``unperformed`` did not happen."""
+        for action in unperformed:
             if not isinstance(action, AppendMessage):
                 continue
             written = action.message
@@ -764,7 +770,6 @@ class TurnMachine:
                     self._open_calls.pop(call.id, None)
             elif isinstance(written, ToolMessage) and written.result.call_id in self._calls:
                 self._open_calls[written.result.call_id] = self._calls[written.result.call_id]
-        return self._fail(message.kind, message.message)
 
 
 def _ended_how(event: TurnEnd) -> str:

@@ -3,6 +3,7 @@ the blocking and trio facades."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from pathlib import Path
@@ -11,13 +12,17 @@ from typing import Any
 import pytest
 import trio
 
-from sampler import UserMessage
-from sampler.fake import FakeProvider, Fault, FaultPlan, Script
+from actors import ChaosPolicy
+from sampler import AssistantMessage, ToolMessage, UserMessage
+from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, ToolStep
 from shell import events as ev
+from shell._protocol import Calibrate
 from shell.config import Settings, load_settings
 from shell.credentials import StaticKey
 from shell.facade import Host, open_host
 from shell.host import AgentHost, HostError
+from shell.messages import Subscribe, UserPrompt
+from shell.session_tree import SessionChaos
 from tests.actors.conftest import system_threads
 from tool_bridge import READ_FILE, ToolRegistry, builtin_registry
 
@@ -197,3 +202,36 @@ def test_describe_gives_an_account_of_a_session_between_turns_and_of_one_not_ope
         missing = host.agent_host.describe("no-such-session")
     assert between == "active; no turn; 0 prompts waiting; sampler running [], queued []"
     assert missing == "session 'no-such-session' is not open in this host"
+
+
+def test_a_session_subtree_that_gives_up_mid_turn_is_restarted_and_its_turn_fails_with_a_paired_history(
+    tmp_path: Path,
+) -> None:
+    script = Script.task([ToolStep([("shell", {"command": "sleep 2; echo slept"})]), FinalAnswer("done")])
+    chaos = SessionChaos(chat_state=ChaosPolicy(crash_probability=1.0, crash_on=(Calibrate,)))
+    with FakeProvider(script) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_TOOLS__ALLOW="shell")
+        with AgentHost(settings, credentials=KEY, chaos=chaos) as host:
+            address = host.open(tmp_path / "ws", session_id="s1")
+            inbox: queue.Queue[Any] = queue.Queue()
+            address.ask(Subscribe(inbox))
+            address.ask(UserPrompt("sleep a while"))
+            queued = address.ask(UserPrompt("and then answer"))
+            while not isinstance(inbox.get(timeout=10), ev.ToolCallStarted):
+                pass
+            chat_state = host.system.address("host/session/s1/chat_state")
+            for _ in range(50):  # each crashes it 4 times: far beyond the subtree's restart intensity
+                chat_state.tell(Calibrate(1, 1))
+            ends = []
+            while len(ends) < 2:
+                event = inbox.get(timeout=30)
+                if isinstance(event, ev.TERMINAL_EVENTS):
+                    ends.append(event)
+            stored = host.store.load_messages("s1")
+    failed, answered = ends
+    assert isinstance(failed, ev.TurnFailed) and failed.kind == "internal", failed
+    assert "restarted" in failed.message
+    assert answered.turn == queued == 2
+    calls = [c.id for m in stored if isinstance(m.message, AssistantMessage) for c in m.message.tool_calls]
+    results = [m.message.result.call_id for m in stored if isinstance(m.message, ToolMessage)]
+    assert calls and sorted(calls) == sorted(results)

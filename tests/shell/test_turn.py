@@ -243,3 +243,10 @@ def test_a_result_that_was_never_written_is_answered_as_an_error_at_the_end() ->
     [result] = [a for a in end if isinstance(a, tm.AppendMessage)]
     assert isinstance(result.message, ToolMessage) and result.message.result.call_id == "c1"
     assert result.message.result.is_error
+
+
+def test_a_stop_that_cuts_off_writing_an_answer_leaves_its_calls_without_results() -> None:
+    m = machine()
+    actions = m.feed(completed(sampling(m), CALL), 1.0)
+    end = m.feed(tm.Shutdown("restarted", tuple(actions[-2:])), 2.0)
+    assert not any(isinstance(a, tm.AppendMessage) for a in end)

@@ -1,0 +1,101 @@
+"""The session's line to its ChatStateActor: asks that ride out its restarts, writes that are never lost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from actors import ActorError, Address, AskTimeout
+from sampler import ToolSpec
+
+from . import turn as tm
+from ._protocol import ApplyCompaction, BuildRequest, LearnWindow, PlanCompaction, StubToolOutputs
+
+__all__ = ["History", "HistoryError"]
+
+logger = logging.getLogger("turnkeep.shell")
+
+_TRIES = 5
+_STOPPING_ASK_TIMEOUT = 2.0
+"""Seconds an ask may take while the session stops (its own stop has a deadline too)."""
+
+
+class HistoryError(Exception):
+    """The history did not answer: ``kind`` is ``aborted`` (the session is stopping), ``internal`` (the
+    chat state is unavailable or silent) or ``store`` (the store failed)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class History:
+    """Asks to the chat state at ``address()``, tried again while it restarts (a crash before the handler
+    leaves nothing done); ``kept`` holds writes that could not be made yet, in order."""
+
+    def __init__(self, address: Callable[[], Address], stopping: Callable[[], bool], kept: list[Any]) -> None:
+        self._address = address
+        self._stopping = stopping
+        self.kept = kept
+
+    def ask(self, message: Any) -> Any:
+        """The chat state's answer to ``message``. Raises :class:`HistoryError`."""
+        for attempt in range(_TRIES):
+            stopping = self._stopping()
+            if attempt and stopping:
+                raise HistoryError("aborted", "the session is stopping")
+            try:
+                return self._address().ask(message, timeout=_STOPPING_ASK_TIMEOUT if stopping else None)
+            except AskTimeout as exc:
+                if exc.delivered or attempt == _TRIES - 1:
+                    raise HistoryError("internal", f"the session's history did not answer: {exc}") from exc
+            except ActorError as exc:
+                if attempt == _TRIES - 1:
+                    raise HistoryError("internal", f"the session's history is unavailable: {exc}") from exc
+            except Exception as exc:
+                raise HistoryError("store", f"the session store failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def answer(
+        self,
+        ask: tm.TurnAction,
+        *,
+        turn: int,
+        model: str,
+        tools: tuple[ToolSpec, ...],
+        max_tokens: int | None,
+    ) -> tm.TurnInput:
+        """The history's answer to one of the turn's asks. Raises :class:`HistoryError`."""
+        match ask:
+            case tm.AskBuild():
+                return tm.RequestBuilt(self.ask(BuildRequest(model, tools, max_tokens)))
+            case tm.AskPlan(chunk_tokens):
+                return tm.CompactionPlanned(self.ask(PlanCompaction(model, chunk_tokens)))
+            case tm.AskApply(replaced, summary):
+                return tm.CompactionApplied(*self.ask(ApplyCompaction(turn, replaced, summary)))
+            case tm.AskStub():
+                return tm.OutputsStubbed(self.ask(StubToolOutputs(turn)))
+            case tm.AskLearnWindow(tokens):
+                return tm.WindowLearned(self.ask(LearnWindow(tokens)))
+        raise TypeError(f"not a question for the history: {ask!r}")
+
+    def tell(self, message: Any) -> None:
+        """Tell the chat state ``message`` (a hint it may lose, such as a calibration)."""
+        self._address().tell(message)
+
+    def record(self, write: Any) -> None:
+        """Make ``write`` now, or keep it, after every write already kept, to be made by :meth:`flush`."""
+        if not self.kept:
+            try:
+                self.ask(write)
+                return
+            except HistoryError:
+                logger.warning("a write to the history waits to be made: %s", type(write).__name__)
+        self.kept.append(write)
+
+    def flush(self) -> None:
+        """Make the kept writes, in order. Raises :class:`HistoryError` (what is left stays kept)."""
+        while self.kept:
+            self.ask(self.kept[0])
+            self.kept.pop(0)

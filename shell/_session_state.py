@@ -1,0 +1,91 @@
+"""What a session is and keeps across the incarnations of its SessionActor: options and runtime state."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors import Job
+from sampler import SamplerRuntime, ToolSpec
+
+from . import turn as tm
+from ._gate import TurnGate
+from .bridge import RecoveryBridge
+from .credentials import CredentialProvider
+from .doom_loop import DoomLoopDetector
+from .messages import UserPrompt
+
+__all__ = ["SessionOptions", "SessionRuntime"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """How one session runs its turns."""
+
+    session_id: str
+    model: str
+    max_steps_per_turn: int = 100
+    max_output_tokens: int | None = None
+    compaction_threshold: float = 0.85
+    max_compactions: int = 3
+    min_shrink: float = 0.10
+    auth_backoff: float = 0.5
+    step_probe_after: float = 30.0
+    """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
+
+    def turn_settings(self) -> tm.TurnSettings:
+        """The limits of each turn of the session."""
+        return tm.TurnSettings(
+            self.session_id,
+            max_steps=self.max_steps_per_turn,
+            compaction_threshold=self.compaction_threshold,
+            min_shrink=self.min_shrink,
+            probe_after=self.step_probe_after,
+        )
+
+
+@dataclass(eq=False)
+class SessionRuntime:
+    """The session's state that outlives an incarnation of its SessionActor: subscribers, the turn in
+    flight and the prompts waiting behind it. Create one per session and capture it in the factory."""
+
+    options: SessionOptions
+    credentials: CredentialProvider
+    tool_specs: tuple[ToolSpec, ...] = ()
+    doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
+    subscribers: list[Any] = field(default_factory=list)
+    prompts: deque[UserPrompt] = field(default_factory=deque)
+    turn: tm.TurnMachine | None = None
+    next_turn: int | None = None
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    gate: TurnGate | None = None
+    unrecorded: list[Any] = field(default_factory=list)
+    """Writes to the history that must not be lost but could not be made (the chat state was down), in
+    order: made first thing by the next incarnation, and before any later write."""
+    start_failures: int = 0
+    generation: int = 0
+    """How many times the session's subtree has been started (a restart of the whole subtree counts)."""
+    turn_generation: int = 0
+    """The generation the turn in flight began in."""
+    last_active: float = field(default_factory=time.monotonic)
+    sampler: SamplerRuntime | None = None
+    """The session's sampler state, when known: only read, for :meth:`describe`."""
+    probe: Job | None = None
+    closing: bool = False
+    """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
+    ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
+    bridge: RecoveryBridge = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bridge = RecoveryBridge(
+            max_compactions=self.options.max_compactions, auth_backoff=self.options.auth_backoff
+        )
+
+    def describe(self) -> str:
+        """A one-line account of the turn in flight and what waits behind it, for diagnostics."""
+        now = "no turn" if self.turn is None else self.turn.describe()
+        sampler = self.sampler.describe() if self.sampler is not None else "sampler unknown"
+        return f"{now}; {len(self.prompts)} prompts waiting; {sampler}"
