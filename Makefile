@@ -33,8 +33,11 @@ bench: $(STAMP_TEST)
 	$(BIN)/python bench/run_all.py
 
 chaos: $(STAMP_RUN)
-	for seed in 1 2 3 4 5; do \
-		$(BIN)/turnkeep chaos --seed $$seed --sessions 50 --turns 5 --actor-crash-rate 0.02 --fault-profile heavy || exit 1; \
+	for rate in 0.02 0.05 0.1; do for seed in 1 2 3 4 5; do \
+		$(BIN)/turnkeep chaos --seed $$seed --sessions 50 --turns 5 --actor-crash-rate $$rate --fault-profile heavy || exit 1; \
+	done; done
+	for seed in 21 22 23; do \
+		$(BIN)/turnkeep chaos --seed $$seed --sessions 80 --turns 6 --actor-crash-rate 0.06 --fault-profile heavy || exit 1; \
 	done
 
 clean:

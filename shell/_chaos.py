@@ -888,6 +888,11 @@ def _build_report(
         DeadLetterCount(actor, message, reason, count, _explain(message, reason) or "unexplained")
         for (actor, message, reason), count in sorted(tally.dead.items(), key=lambda item: -item[1])
     ]
+    violations += [
+        f"{d.count} dead letters to the {d.actor} ({d.message}, {d.reason}) that nothing explains"
+        for d in dead
+        if d.explanation == "unexplained"
+    ]
     return ChaosReport(
         seed=options["seed"],
         sessions=options["sessions"],
