@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pykka
 
 from ._reply import Ask
-from .address import STOP, Address, Retry, StopRequest
+from .address import STOP, Address, Retry, StopRequest, _Internal
 from .chaos import ChaosVerdict, _ChaosDice
 from .errors import ActorUnavailable, ChaosCrash, MessageDropped, Refuse, UnhandledMessage
 from .messages import ExitReason
@@ -81,7 +81,8 @@ class Actor(pykka.ThreadingActor):
     * a handler that raises anything else is a crash whether the message was told or asked: an asker gets the
       exception; a told message is handed to the next incarnation once (its handler crashing again makes
       it a dead letter; a crash injected by a :class:`~actors.ChaosPolicy` happens before the handler
-      runs, so it does not count against the message, which survives three of them in a row); the
+      runs, so it does not count against the message, which survives three of them in a row; the
+      runtime's own bookkeeping, such as a supervisor's notice that a child ended, is never handed on); the
       incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages still queued
       wait for the next incarnation, and the supervisor applies its strategy;
     * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
@@ -184,8 +185,11 @@ class Actor(pykka.ThreadingActor):
                 except _Crashed:
                     return
         finally:
-            tk.exited.set()
-            tk.on_exit(tk)
+            # Watchers and the supervisor hear of the end before anyone waiting for it wakes.
+            try:
+                tk.on_exit(tk)
+            finally:
+                tk.exited.set()
 
     def _deliver(self, message: Any) -> None:
         tk = self._tk
@@ -236,6 +240,9 @@ class Actor(pykka.ThreadingActor):
             retry = None
             if ask is not None:
                 ask.fail(exc)
+            elif isinstance(message, _Internal):
+                # The runtime's own bookkeeping belongs to this incarnation: its successor starts afresh.
+                pass
             elif injected and injections < _MAX_INJECTED_REDELIVERIES:
                 # Injected before the handler ran: the message was not handled, so it is not to blame.
                 retry = Retry(message, crashes, injections + 1)

@@ -59,6 +59,7 @@ class Address:
         "_ref",
         "_runtime",
         "_state",
+        "_unanswered",
         "_watchers",
         "name",
     )
@@ -74,6 +75,8 @@ class Address:
         self._expiry: _Timer | None = None
         """The timer that dead-letters waiting messages once they have waited ``restart_wait``."""
         self._watchers: list[Address] = []
+        self._unanswered: list[Address] = []
+        """Watchers that began watching between two incarnations: told NOPROC if no next one comes."""
         self._activator: Callable[[Address], None] | None = None
 
     def __repr__(self) -> str:
@@ -152,6 +155,7 @@ class Address:
         with self._lock:
             self._ref = ref
             self._state = _State.RUNNING
+            self._unanswered.clear()
             for queued_at, message in self._release_locked():
                 if now - queued_at > self._runtime.restart_wait:
                     expired.append(message)
@@ -179,11 +183,12 @@ class Address:
         """The incarnation ``ref`` has ended: take back what is still in its inbox (after ``first``, if
         given). It waits for the next incarnation unless the address is stopping, in which case it
         becomes a dead letter."""
-        leftovers = _drain(inbox)
-        if first is not None:
-            leftovers.insert(0, first)
         dead: list[Any] = []
         with self._lock:
+            # Drained under the lock: a sender that found the incarnation alive has finished its put.
+            leftovers = _drain(inbox)
+            if first is not None:
+                leftovers.insert(0, first)
             if self._ref is ref:
                 self._ref = None
                 if self._state is _State.RUNNING:
@@ -202,7 +207,10 @@ class Address:
             self._state = _State.STOPPED
             self._ref = None
             pending = self._release_locked()
+            unanswered, self._unanswered = self._unanswered, []
         self._dead([message for _, message in pending], reason)
+        for watcher in unanswered:
+            self._tell_down(watcher, Down(address=self.name, reason=ExitReason.NOPROC))
 
     def _hold_locked(self, messages: list[Any], *, first: bool = False) -> None:
         """Queue ``messages`` for the next incarnation (ahead of what waits already, when ``first``), and
@@ -255,23 +263,38 @@ class Address:
                 self._runtime.dead_letters.record(self.name, message, reason)
 
     def _add_watcher(self, watcher: Address) -> None:
+        """``watcher`` hears of every later incarnation's end; if none is running or starting now, and none
+        follows, it is told ``Down(NOPROC)`` (at once when the address was never started or has stopped)."""
         with self._lock:
             if watcher not in self._watchers:
                 self._watchers.append(watcher)
+            state = self._state
+            between = state is _State.BUFFERING and self._ref is None
+            if between and watcher not in self._unanswered:
+                self._unanswered.append(watcher)
+        if state in (_State.UNBOUND, _State.STOPPED):
+            self._tell_down(watcher, Down(address=self.name, reason=ExitReason.NOPROC))
 
     def _remove_watcher(self, watcher: Address) -> None:
         with self._lock:
             if watcher in self._watchers:
                 self._watchers.remove(watcher)
+            if watcher in self._unanswered:
+                self._unanswered.remove(watcher)
 
     def _notify_down(self, reason: ExitReason, error: BaseException | None, incarnation: int) -> None:
         with self._lock:
             watchers = list(self._watchers)
+            self._unanswered.clear()
         notice = Down(address=self.name, reason=reason, error=error, incarnation=incarnation)
         for watcher in watchers:
-            if watcher._state is _State.STOPPED:
-                continue  # the watcher has gone for good; the notice concerns nobody
-            watcher._send(notice, activate=False)  # a notice does not wake a passivated watcher
+            self._tell_down(watcher, notice)
+
+    @staticmethod
+    def _tell_down(watcher: Address, notice: Down) -> None:
+        if watcher._state is _State.STOPPED:
+            return  # the watcher has gone for good; the notice concerns nobody
+        watcher._send(notice, activate=False)  # a notice does not wake a passivated watcher
 
 
 class _Internal:

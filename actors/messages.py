@@ -20,10 +20,14 @@ class ExitReason(enum.StrEnum):
     KILLED = "killed"
     """It did not stop within its shutdown timeout and was cut off; messages still queued were recorded as
     dead letters."""
+    NOPROC = "noproc"
+    """No incarnation was running when the watch was placed, and none was about to start (the address was
+    never started, or has stopped for good)."""
 
 
 class Down(msgspec.Struct, frozen=True, tag=True):
-    """Told to every watcher of ``address`` each time an incarnation there ends."""
+    """Told to every watcher of ``address`` each time an incarnation there ends, and once, with reason
+    ``NOPROC`` and incarnation 0, to a watcher that started watching while no incarnation was there."""
 
     address: str
     reason: ExitReason

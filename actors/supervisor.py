@@ -38,7 +38,9 @@ class Restart(enum.StrEnum):
     PERMANENT = "permanent"
     """Always."""
     TRANSIENT = "transient"
-    """Only after a crash, not after a normal stop."""
+    """Only after a crash; not after a normal stop, nor after a child supervisor gave up (OTP's
+    ``shutdown``). The child's spec stays, without an actor: a one_for_all or rest_for_one restart of its
+    siblings starts it again."""
     TEMPORARY = "temporary"
     """Never; the child is removed when it ends."""
 
@@ -106,20 +108,21 @@ class ChildInfo(msgspec.Struct, frozen=True):
     status: str
 
 
-@dataclass(eq=False, slots=True)
-class _ChildExited(_Internal):
-    address: str
-    incarnation: int
-    reason: ExitReason
-    error: BaseException | None
-
-
 @dataclass(eq=False)
 class _Child:
     spec: ChildSpec
     address: Address
     actor: Actor | None = None
     incarnation: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class _ChildExited(_Internal):
+    child: _Child
+    """The supervisor's own record of the child: a successor supervisor has records of its own."""
+    incarnation: int
+    reason: ExitReason
+    error: BaseException | None
 
 
 @dataclass(eq=False)
@@ -144,6 +147,9 @@ class Supervisor(Actor):
     More restarts than ``intensity`` allows make the supervisor stop every child and fail itself with
     :class:`~actors.SupervisorEscalation`, which its own parent handles in turn. Children can be added at
     run time with :class:`StartChild`.
+
+    As in OTP, a supervisor that ends for any reason ends its children first, and a restarted supervisor
+    starts from its child specs: nothing its predecessor was told about its children reaches it.
     """
 
     def __init__(
@@ -171,6 +177,9 @@ class Supervisor(Actor):
             raise
 
     def on_stop(self) -> None:
+        self._stop_all()
+
+    def on_failure(self, *_: Any) -> None:
         self._stop_all()
 
     # -- messages ------------------------------------------------------------------------------------
@@ -202,18 +211,19 @@ class Supervisor(Actor):
 
     @handles(_ChildExited)
     def _on_child_exited(self, message: _ChildExited) -> None:
-        child = next((c for c in self._children if c.address.name == message.address), None)
-        if child is None or child.incarnation != message.incarnation or self._stopping:
+        child = message.child
+        if child not in self._children or child.incarnation != message.incarnation or self._stopping:
             return
         child.actor = None
         restart = child.spec.restart
-        if restart is Restart.TEMPORARY or (
-            restart is Restart.TRANSIENT and message.reason is ExitReason.NORMAL
-        ):
-            child.address._close(f"the {restart} actor ended and is not restarted")
+        if restart is Restart.TEMPORARY:
+            child.address._close("the temporary actor ended and is not restarted")
             self._children.remove(child)
-            return
-        self._restart(child, message.error)
+        elif restart is Restart.TRANSIENT and _ended_by_choice(message):
+            # As in OTP, the spec stays: a later group restart starts it again.
+            child.address._close("the transient actor ended and is not restarted")
+        else:
+            self._restart(child, message.error)
 
     # -- children ------------------------------------------------------------------------------------
 
@@ -252,7 +262,9 @@ class Supervisor(Actor):
             dice = None
         else:
             dice = chaos.for_incarnation(name, child.incarnation) if chaos else None
-        incarnation = _Incarnation(self.system, child.address, child.incarnation, self._child_ended, dice)
+        incarnation = _Incarnation(
+            self.system, child.address, child.incarnation, lambda ended: self._child_ended(child, ended), dice
+        )
         self.system._launch(actor, incarnation)
         if not incarnation.started.wait(spec.start_timeout):
             self._kill(child, actor, f"on_start did not finish within {spec.start_timeout:g} s")
@@ -262,18 +274,13 @@ class Supervisor(Actor):
             raise ChildStartError(f"{name!r}: on_start raised {err!r}") from err
         child.actor = actor
 
-    def _child_ended(self, incarnation: _Incarnation) -> None:
+    def _child_ended(self, child: _Child, incarnation: _Incarnation) -> None:
         """Runs in the child's thread as it ends."""
         self.system._incarnation_ended(incarnation)
         if incarnation.stop_requested or not incarnation.started.is_set() or incarnation.start_error:
             return
         self.address.tell(
-            _ChildExited(
-                incarnation.address.name,
-                incarnation.number,
-                incarnation.exit_reason,
-                incarnation.exit_error,
-            )
+            _ChildExited(child, incarnation.number, incarnation.exit_reason, incarnation.exit_error)
         )
 
     def _restart(self, failed: _Child, error: BaseException | None) -> None:
@@ -343,3 +350,9 @@ class Supervisor(Actor):
         child.address._notify_down(ExitReason.KILLED, None, incarnation.number)
         with contextlib.suppress(pykka.ActorDeadError):
             actor.actor_ref.tell(STOP)  # wakes the thread if it ever gets back to its inbox
+
+
+def _ended_by_choice(exit: _ChildExited) -> bool:
+    """A normal stop, or a supervisor that gave up: in OTP both end with a reason (``normal``,
+    ``shutdown``) after which a transient child is not restarted."""
+    return exit.reason is ExitReason.NORMAL or isinstance(exit.error, SupervisorEscalation)

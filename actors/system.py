@@ -122,7 +122,12 @@ class ActorSystem:
         return result
 
     def watch(self, target: Address, watcher: Address) -> None:
-        """Tell ``watcher`` a :class:`~actors.Down` each time an incarnation at ``target`` ends."""
+        """Tell ``watcher`` a :class:`~actors.Down` each time an incarnation at ``target`` ends.
+
+        As OTP's monitors do for a process that does not exist, a watch placed while no incarnation is
+        running or starting at ``target`` is answered with one ``Down(reason=NOPROC)``; unlike a monitor, it
+        stays in place and also covers the incarnations that may start there later.
+        """
         target._add_watcher(watcher)
 
     def unwatch(self, target: Address, watcher: Address) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from actors import Actor, handles
+from actors import Actor, Down, ExitReason, handles
 
 
 class Inc(msgspec.Struct, frozen=True, tag=True):
@@ -101,3 +102,36 @@ class Counter(Actor):
         self._note("blocked")
         message.release.wait(10.0)
         return "released"
+
+
+class Downs:
+    """Every ``Down`` a :class:`DownWatcher` heard, in order; thread-safe, with waits on a condition."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.seen: list[Down] = []
+
+    def add(self, notice: Down) -> None:
+        with self._changed:
+            self.seen.append(notice)
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[Down]], bool], timeout: float = 5.0) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self.seen), timeout)
+
+    def of(self, address: str) -> list[tuple[ExitReason, int]]:
+        with self._changed:
+            return [(d.reason, d.incarnation) for d in self.seen if d.address == address]
+
+
+class DownWatcher(Actor):
+    """Records each ``Down`` it is told in a :class:`Downs`."""
+
+    def __init__(self, downs: Downs) -> None:
+        super().__init__()
+        self.downs = downs
+
+    @handles(Down)
+    def down(self, message: Down) -> None:
+        self.downs.add(message)
