@@ -7,10 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import ActorError, Address, AskTimeout
-from sampler import ToolSpec
+from sampler import ToolSpec, UserMessage
 
 from . import turn as tm
-from ._protocol import ApplyCompaction, BuildRequest, LearnWindow, PlanCompaction, StubToolOutputs
+from ._protocol import (
+    Append,
+    ApplyCompaction,
+    BeginTurn,
+    BuildRequest,
+    LearnWindow,
+    PlanCompaction,
+    StubToolOutputs,
+)
 
 __all__ = ["History", "HistoryError"]
 
@@ -56,6 +64,22 @@ class History:
             except Exception as exc:
                 raise HistoryError("store", f"the session store failed: {exc}") from exc
         raise AssertionError("unreachable")
+
+    def begin_turn(self, number: int, prompt: UserMessage, *, keep_on_failure: bool) -> None:
+        """Store turn ``number`` as started, with its prompt, after every write already kept. Raises
+        :class:`HistoryError` — unless ``keep_on_failure`` and the session is not stopping: then what could
+        not be written is kept for :meth:`flush`."""
+        writes: list[Any] = [BeginTurn(number), Append(number, prompt)]
+        try:
+            if self.kept:
+                raise HistoryError("store", "earlier writes wait to be recorded")
+            while writes:
+                self.ask(writes[0])
+                writes.pop(0)
+        except HistoryError as exc:
+            if not keep_on_failure or exc.kind == "aborted":
+                raise
+            self.kept += writes
 
     def answer(
         self,

@@ -1,4 +1,5 @@
-"""Translate a sampler ``Failed`` into what the session does next: a recovery, or a clear failure."""
+"""Every recovery decision of a turn in one place: what a sampler ``Failed`` or a failed compaction leads
+to — a recovery with bounded tries, or a clear failure."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ __all__ = [
     "RecoveryAction",
     "RecoveryBridge",
     "RefreshAuthAndResubmit",
+    "StubOldOutputs",
+    "SummariseInChunks",
+    "SummaryRecovery",
 ]
 
 MAX_AUTH_REFRESHES = 2
@@ -47,7 +51,22 @@ class FailTurn:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class SummariseInChunks:
+    """The summary request was itself too large: summarise again in chunks of ``chunk_tokens``."""
+
+    chunk_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StubOldOutputs:
+    """No summary can be had: cut old tool outputs to short stubs instead (done at most once)."""
+
+
 RecoveryAction: TypeAlias = RefreshAuthAndResubmit | CompactAndResubmit | FailTurn
+SummaryRecovery: TypeAlias = RefreshAuthAndResubmit | SummariseInChunks | StubOldOutputs | FailTurn
+
+_START_OVER = "Start a new session or raise the context window."
 
 
 class RecoveryBridge:
@@ -97,6 +116,48 @@ class RecoveryBridge:
         if error.status is not None and str(error.status) not in message:
             message = f"{message} (HTTP {error.status})"
         return FailTurn(str(error.kind), message)
+
+    def on_summary_failed(
+        self, error: LlmError, *, chunked: bool, stubbed: bool, window: int
+    ) -> SummaryRecovery:
+        """The action when a compaction's summary request failed with ``error``: too large → summarise in
+        chunks (once), then stub old outputs (once), then give up as ``context_overflow``; an auth failure
+        → the same refreshes as a step; anything else fails the turn with what the provider said."""
+        if error.kind not in (LlmErrorKind.CONTEXT_OVERFLOW, LlmErrorKind.REQUEST_TOO_LARGE):
+            action = self.on_failed(error, estimated_tokens=0, window=0)
+            if isinstance(action, RefreshAuthAndResubmit):
+                return action
+            assert isinstance(action, FailTurn)
+            return FailTurn(action.kind, f"The compaction's summary request failed: {action.message}")
+        if not chunked:
+            return SummariseInChunks(max(256, window * 2 // 5))
+        return self.nothing_to_summarise(error, stubbed=stubbed)
+
+    def nothing_to_summarise(self, error: LlmError | None, *, stubbed: bool) -> StubOldOutputs | FailTurn:
+        """No summary can be made (the last failure was ``error``, if any): stub old outputs once, then
+        give up as ``context_overflow``."""
+        if not stubbed:
+            return StubOldOutputs()
+        said = f"{error.kind}: {error.message}" if error is not None else "no summary could be made"
+        return FailTurn("context_overflow", f"Compaction failed ({said}). {_START_OVER}")
+
+    @staticmethod
+    def nothing_to_compact() -> FailTurn:
+        """The request overflows and the history has nothing left to compact."""
+        return FailTurn(
+            "context_overflow",
+            f"The request is larger than the model's context window and there is nothing left to compact. "
+            f"{_START_OVER}",
+        )
+
+    @staticmethod
+    def compaction_too_small(before: int, after: int) -> FailTurn:
+        """A compaction did not shrink the request enough to go on."""
+        return FailTurn(
+            "context_overflow",
+            f"Compaction did not shrink the request enough ({before} → {after} estimated tokens). "
+            f"{_START_OVER}",
+        )
 
     def auth_refresh_failed(self, reason: str) -> FailTurn:
         """The refresh itself failed: the turn ends with advice."""

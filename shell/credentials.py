@@ -26,6 +26,7 @@ __all__ = [
     "NoCredentials",
     "OAuthCredential",
     "StaticKey",
+    "refresh_failure",
 ]
 
 REFRESH_TIMEOUT = 10.0
@@ -292,3 +293,16 @@ def _clean(text: str, secrets: tuple[str | None, ...]) -> str:
             text = text.replace(secret, REDACTED)
     text = redact(text)
     return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 1] + "…"
+
+
+async def refresh_failure(credentials: CredentialProvider) -> str | None:
+    """Refresh ``credentials`` over a connection of its own: ``None`` when it worked, else why it did not
+    (never a credential). Never raises, except for cancellation."""
+    try:
+        async with httpx.AsyncClient(timeout=REFRESH_TIMEOUT) as client:
+            await credentials.refresh(client)
+    except CredentialRefreshError as exc:
+        return str(exc)
+    except Exception as exc:
+        return redact(f"{type(exc).__name__}: {exc}")
+    return None

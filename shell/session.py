@@ -7,42 +7,22 @@ import time
 from collections import deque
 from typing import Any
 
-import httpx
 import msgspec
 
 from actors import Actor, ActorError, Address, Down, ExitReason, Refuse, handles
-from sampler import (
-    Cancelled,
-    CancelSample,
-    Completed,
-    Delta,
-    Failed,
-    ProjectionFallback,
-    Retrying,
-    Sample,
-    StepStatus,
-    TextPart,
-    UserMessage,
-)
+from sampler import CancelSample, Sample, StepStatus, TextPart, UserMessage
 from sampler import EndTurn as ForgetTurn
-from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned, ToolCallBegan, ToolsFinished
+from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned
 from tool_bridge.permissions import PermissionDecision, PermissionRequested
 
 from . import events as ev
 from . import turn as tm
 from ._gate import GateOpen
 from ._history import History, HistoryError
-from ._protocol import (
-    Append,
-    BeginTurn,
-    Calibrate,
-    EndTurn,
-    GetStatus,
-    LogEvent,
-)
+from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent
 from ._session_state import SessionOptions, SessionRuntime
 from ._subscribers import publish
-from .credentials import CredentialRefreshError
+from .credentials import refresh_failure
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 
 __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
@@ -199,21 +179,15 @@ class SessionActor(Actor):
         line, and a start is tried again). After :data:`_START_TRIES` failures it is kept to be stored
         later and the turn goes on, to fail at its first read of the history."""
         rt = self._rt
-        writes = [BeginTurn(number), Append(number, UserMessage((TextPart(prompt.text), *prompt.images)))]
+        message = UserMessage((TextPart(prompt.text), *prompt.images))
         try:
-            if rt.unrecorded:
-                raise HistoryError("store", "earlier writes wait to be recorded")
-            while writes:
-                self._history.ask(writes[0])
-                writes.pop(0)
+            self._history.begin_turn(number, message, keep_on_failure=rt.start_failures + 1 >= _START_TRIES)
         except HistoryError as exc:
             rt.start_failures += 1
-            if rt.start_failures < _START_TRIES or exc.kind == "aborted":
-                if exc.kind != "aborted":
-                    address = self.address
-                    self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="turn-start")
-                return False
-            rt.unrecorded += writes
+            if exc.kind != "aborted":
+                address = self.address
+                self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="turn-start")
+            return False
         rt.start_failures = 0
         return True
 
@@ -243,7 +217,7 @@ class SessionActor(Actor):
 
     # -- what the turn hears -------------------------------------------------------------------------
 
-    @handles(Delta, Retrying, ProjectionFallback, Completed, Failed, Cancelled, ToolCallBegan, ToolsFinished)
+    @handles(*tm.SIBLING_MESSAGES)
     def _on_turn_message(self, message: tm.TurnInput) -> None:
         if self._rt.turn is not None:
             self._feed(message)
@@ -261,17 +235,11 @@ class SessionActor(Actor):
         if self._rt.turn is not None:
             self._feed(tm.ProbeDue(message.request_id))
 
-    @handles(_AuthDone)
-    def _on_auth_done(self, message: _AuthDone) -> None:
+    @handles(_AuthDone, _Resubmit)
+    def _on_auth_timer(self, message: _AuthDone | _Resubmit) -> None:
         turn = self._rt.turn
         if turn is not None and turn.number == message.turn:
-            self._feed(tm.AuthDone(message.error))
-
-    @handles(_Resubmit)
-    def _on_resubmit(self, message: _Resubmit) -> None:
-        turn = self._rt.turn
-        if turn is not None and turn.number == message.turn:
-            self._feed(tm.ResubmitDue())
+            self._feed(tm.AuthDone(message.error) if isinstance(message, _AuthDone) else tm.ResubmitDue())
 
     # -- performing ----------------------------------------------------------------------------------
 
@@ -355,7 +323,12 @@ class SessionActor(Actor):
             case tm.StopSample(request_id):
                 self._sibling("sampler").tell(CancelSample(request_id))
             case tm.ArmProbe(request_id, delay):
-                self._arm_probe(request_id, delay)
+                if self._rt.probe is not None:
+                    self._rt.probe.cancel()
+                address = self.address
+                self._rt.probe = self.io.call_later(
+                    delay, lambda: address.tell(_Probe(request_id)), name="probe"
+                )
             case tm.StartTools(batch_id, invocations):
                 self._sibling("tools").tell(RunTools(batch_id, invocations, self.address.name))
             case tm.StopTools(batch_id):
@@ -371,24 +344,8 @@ class SessionActor(Actor):
                 raise TypeError(f"not a turn action: {action!r}")
         return None
 
-    def _arm_probe(self, request_id: str, delay: float) -> None:
-        if self._rt.probe is not None:
-            self._rt.probe.cancel()
-        address = self.address
-        self._rt.probe = self.io.call_later(
-            delay, lambda: address.tell(_Probe(request_id)), name="step-probe"
-        )
-
     async def _refresh(self, number: int) -> None:
-        error: str | None = None
-        try:
-            async with httpx.AsyncClient(timeout=10.0) as client:
-                await self._rt.credentials.refresh(client)
-        except CredentialRefreshError as exc:
-            error = str(exc)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        self.address.tell(_AuthDone(number, error))
+        self.address.tell(_AuthDone(number, await refresh_failure(self._rt.credentials)))
 
     def _finish(self, turn: tm.TurnMachine, event: tm.TurnEnd) -> None:
         """Record the turn's end (or keep it to record later), publish it, and start the next prompt."""

@@ -28,6 +28,7 @@ from ._actions import (
     TurnEnd,
 )
 from ._inputs import (
+    SIBLING_MESSAGES,
     ActionFailed,
     AuthDone,
     Begin,
@@ -50,6 +51,7 @@ from ._machine import MAX_LOST_STEPS, CancelReason, Phase, TurnFailure, TurnMach
 
 __all__ = [
     "MAX_LOST_STEPS",
+    "SIBLING_MESSAGES",
     "ActionFailed",
     "AppendMessage",
     "ArmProbe",

@@ -24,6 +24,7 @@ from .._protocol import BuiltRequest, CompactionTask
 from ..messages import UserPrompt
 
 __all__ = [
+    "SIBLING_MESSAGES",
     "ActionFailed",
     "AuthDone",
     "Begin",
@@ -189,3 +190,16 @@ TurnInput = (
     | ToolsFinished
 )
 """Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
+
+SIBLING_MESSAGES: tuple[type, ...] = (
+    Delta,
+    Retrying,
+    ProjectionFallback,
+    Completed,
+    Failed,
+    Cancelled,
+    ToolCallBegan,
+    ToolsFinished,
+)
+"""The sampler's and the tool supervisor's messages that are turn inputs as they come: a session hands
+them to its turn unchanged."""

@@ -26,7 +26,6 @@ from sampler import (
     Delta,
     Failed,
     LlmError,
-    LlmErrorKind,
     ModelRequest,
     ProjectionFallback,
     Retrying,
@@ -41,7 +40,15 @@ from tool_bridge.results import ToolOutcome, ToolStatus
 
 from .. import events as ev
 from .._protocol import BuiltRequest, CompactionTask
-from ..bridge import CompactAndResubmit, FailTurn, RecoveryBridge, RefreshAuthAndResubmit
+from ..bridge import (
+    CompactAndResubmit,
+    FailTurn,
+    RecoveryBridge,
+    RefreshAuthAndResubmit,
+    StubOldOutputs,
+    SummariseInChunks,
+    SummaryRecovery,
+)
 from ..compaction import shrank_enough
 from ..doom_loop import DOOM_LOOP_REMINDER, DoomLoopDetector, DoomLoopVerdict
 from ._actions import (
@@ -550,11 +557,8 @@ class TurnMachine:
                 return self._sample(built.request, Phase.SAMPLING, str(self.number), now)
             if purpose is _Purpose.CHUNKED:
                 return self._emergency()
-            return self._fail(
-                TurnFailure.CONTEXT_OVERFLOW,
-                "The request is larger than the model's context window and there is nothing left to "
-                "compact. Start a new session or raise the context window.",
-            )
+            failure = self._bridge.nothing_to_compact()
+            return self._fail(failure.kind, failure.message)
         actions: list[TurnAction] = []
         if not self._compaction_open:
             self._compaction_open = True
@@ -576,28 +580,34 @@ class TurnMachine:
 
     def _summary_failed(self, error: LlmError) -> list[TurnAction]:
         self._error = error
-        overflow = error.kind in (LlmErrorKind.CONTEXT_OVERFLOW, LlmErrorKind.REQUEST_TOO_LARGE)
-        if not overflow:
-            action = self._bridge.on_failed(error, estimated_tokens=0, window=0)
-            if isinstance(action, RefreshAuthAndResubmit):
+        window = self._window or (self._built.window if self._built else 0)
+        action = self._bridge.on_summary_failed(
+            error, chunked=self._chunked, stubbed=self._emergency_done, window=window
+        )
+        return self._recover_summary(action)
+
+    def _recover_summary(self, action: SummaryRecovery) -> list[TurnAction]:
+        match action:
+            case RefreshAuthAndResubmit():
                 return self._refresh(action)
-            kind = action.kind if isinstance(action, FailTurn) else str(error.kind)
-            message = action.message if isinstance(action, FailTurn) else error.message
-            note = self._compaction_finished(False, f"the summary request failed: {error.message}")
-            return self._fail(kind, f"The compaction's summary request failed: {message}", note)
-        if not self._chunked:
-            # The summary request itself is too big: summarise in smaller chunks instead.
-            self._chunked = True
-            window = self._window or (self._built.window if self._built else 0)
-            return self._plan(_Purpose.CHUNKED, max(256, window * 2 // 5))
-        return self._emergency()
+            case SummariseInChunks(chunk_tokens):
+                self._chunked = True
+                return self._plan(_Purpose.CHUNKED, chunk_tokens)
+            case StubOldOutputs():
+                self._emergency_done = True
+                return self._ask(AskStub(), OutputsStubbed)
+            case FailTurn(kind, message):
+                error = self._error
+                said = error.message if error is not None else "nothing to summarise"
+                note = self._compaction_finished(False, f"the summary request failed: {said}")
+                return self._fail(kind, message, note)
+        raise TypeError(f"not a summary recovery: {action!r}")
 
     def _emergency(self) -> list[TurnAction]:
         """Summaries cannot be had: cut old tool outputs to stubs, once, else give up."""
-        if not self._emergency_done:
-            self._emergency_done = True
-            return self._ask(AskStub(), OutputsStubbed)
-        return self._compaction_gave_up()
+        return self._recover_summary(
+            self._bridge.nothing_to_summarise(self._error, stubbed=self._emergency_done)
+        )
 
     def _outputs_stubbed(self, message: OutputsStubbed, now: float) -> list[TurnAction]:
         if not self._answers(message):
@@ -605,19 +615,7 @@ class TurnMachine:
         if message.count:
             note = self._compaction_finished(True, f"cut {message.count} old tool outputs to stubs")
             return [*note, *self._build()]
-        return self._compaction_gave_up()
-
-    def _compaction_gave_up(self) -> list[TurnAction]:
-        error = self._error
-        said = f"{error.kind}: {error.message}" if error is not None else "no summary could be made"
-        note = self._compaction_finished(
-            False, f"the summary request failed: {error.message if error else 'nothing to summarise'}"
-        )
-        return self._fail(
-            TurnFailure.CONTEXT_OVERFLOW,
-            f"Compaction failed ({said}). Start a new session or raise the context window.",
-            note,
-        )
+        return self._emergency()
 
     def _compaction_applied(self, message: CompactionApplied, now: float) -> list[TurnAction]:
         task = self._compaction
@@ -629,12 +627,8 @@ class TurnMachine:
             ok, f"replaced {len(task.replaced)} messages", replaced=len(task.replaced), sizes=(before, after)
         )
         if not ok:
-            return self._fail(
-                TurnFailure.CONTEXT_OVERFLOW,
-                f"Compaction did not shrink the request enough ({before} → {after} estimated tokens). "
-                "Start a new session or raise the context window.",
-                note,
-            )
+            failure = self._bridge.compaction_too_small(before, after)
+            return self._fail(failure.kind, failure.message, note)
         return [*note, *self._build()]
 
     def _compaction_finished(

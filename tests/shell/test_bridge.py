@@ -11,6 +11,8 @@ from shell.bridge import (
     FailTurn,
     RecoveryBridge,
     RefreshAuthAndResubmit,
+    StubOldOutputs,
+    SummariseInChunks,
 )
 
 AUTH = LlmError(LlmErrorKind.AUTH, status=401, message="invalid api key")
@@ -74,3 +76,42 @@ def test_anything_else_fails_with_the_errors_kind_and_the_providers_message() ->
 def test_a_failed_refresh_ends_the_turn_with_advice() -> None:
     action = RecoveryBridge().auth_refresh_failed("invalid_grant")
     assert action.kind == "auth" and "invalid_grant" in action.message
+
+
+# -- a compaction's own failures ------------------------------------------------------------------------
+
+
+def test_a_summary_too_large_is_made_in_chunks_then_old_outputs_are_stubbed_then_the_turn_fails() -> None:
+    bridge = RecoveryBridge()
+    assert bridge.on_summary_failed(OVERFLOW, chunked=False, stubbed=False, window=10_000) == (
+        SummariseInChunks(4000)
+    )
+    assert bridge.on_summary_failed(TOO_LARGE, chunked=True, stubbed=False, window=10_000) == StubOldOutputs()
+    final = bridge.on_summary_failed(OVERFLOW, chunked=True, stubbed=True, window=10_000)
+    assert isinstance(final, FailTurn) and final.kind == "context_overflow"
+    assert "maximum context length is 8192 tokens" in final.message
+    assert final.message.endswith("Start a new session or raise the context window.")
+
+
+def test_summary_chunks_are_never_smaller_than_256_tokens() -> None:
+    action = RecoveryBridge().on_summary_failed(OVERFLOW, chunked=False, stubbed=False, window=100)
+    assert action == SummariseInChunks(256)
+
+
+def test_a_summary_refused_for_auth_refreshes_like_a_step_and_other_failures_end_the_turn() -> None:
+    bridge = RecoveryBridge()
+    assert isinstance(
+        bridge.on_summary_failed(AUTH, chunked=False, stubbed=False, window=1000), RefreshAuthAndResubmit
+    )
+    server = LlmError(LlmErrorKind.STATUS, status=500, message="upstream exploded")
+    failed = bridge.on_summary_failed(server, chunked=False, stubbed=False, window=1000)
+    assert failed == FailTurn(
+        str(LlmErrorKind.STATUS), "The compaction's summary request failed: upstream exploded (HTTP 500)"
+    )
+
+
+def test_with_nothing_to_compact_or_too_little_shrink_the_turn_fails_as_context_overflow() -> None:
+    nothing = RecoveryBridge.nothing_to_compact()
+    assert nothing.kind == "context_overflow" and "nothing left to compact" in nothing.message
+    small = RecoveryBridge.compaction_too_small(9000, 8800)
+    assert small.kind == "context_overflow" and "(9000 → 8800 estimated tokens)" in small.message

@@ -10,6 +10,7 @@ from shell.credentials import (
     NoCredentials,
     OAuthCredential,
     StaticKey,
+    refresh_failure,
 )
 
 TOKEN_URL = "http://127.0.0.1:9/oauth/token"
@@ -317,3 +318,24 @@ def test_oauth_repr_hides_the_tokens():
 def test_oauth_needs_a_refresh_token():
     with pytest.raises(ValueError):
         OAuthCredential(TOKEN_URL, "")
+
+
+@pytest.mark.trio
+async def test_refresh_failure_is_none_when_the_refresh_worked_and_the_reason_when_it_did_not():
+    assert await refresh_failure(StaticKey(env_var="K", environ={"K": KEY})) is None
+    reason = await refresh_failure(NoCredentials())
+    assert reason is not None and "no credentials configured" in reason
+
+
+@pytest.mark.trio
+async def test_refresh_failure_reports_an_unexpected_error_without_raising_or_leaking_a_key():
+    class Broken:
+        def current(self) -> str:
+            return KEY
+
+        async def refresh(self, client: httpx.AsyncClient) -> None:
+            raise RuntimeError(f"exploded while sending {KEY}")
+
+    reason = await refresh_failure(Broken())
+    assert reason is not None and reason.startswith("RuntimeError: exploded while sending")
+    assert KEY not in reason
