@@ -108,6 +108,16 @@ class History:
         """Tell the chat state ``message`` (a hint it may lose, such as a calibration)."""
         self._address().tell(message)
 
+    def write(self, write: Any) -> None:
+        """Make ``write`` now, after every write already kept. Raises :class:`HistoryError` when it cannot
+        be made now; it is then kept, to be made by :meth:`flush`."""
+        try:
+            self.flush()
+            self.ask(write)
+        except HistoryError:
+            self.kept.append(write)
+            raise
+
     def record(self, write: Any) -> None:
         """Make ``write`` now, or keep it, after every write already kept, to be made by :meth:`flush`."""
         if not self.kept:

@@ -84,6 +84,12 @@ class SessionRuntime:
             max_compactions=self.options.max_compactions, auth_backoff=self.options.auth_backoff
         )
 
+    @property
+    def settled(self) -> bool:
+        """No turn in flight, no prompt waiting and nothing waiting to be written: the session's subtree
+        may be stopped without anything left to do."""
+        return self.turn is None and not self.prompts and not self.unrecorded
+
     def describe(self) -> str:
         """A one-line account of the turn in flight and what waits behind it, for diagnostics."""
         now = "no turn" if self.turn is None else self.turn.describe()

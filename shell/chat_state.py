@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from actors import Actor, Refuse, handles
 from sampler import Message, ModelRequest, SystemMessage, ToolSpec
@@ -35,9 +35,30 @@ from .compaction import (
 from .store import SessionRecord, SessionStore, StoreError
 from .tokens import TokenEstimator, effective_window
 
-__all__ = ["ChatStateActor", "ChatStateOptions"]
+__all__ = ["ChatStateActor", "ChatStateOptions", "Write", "write_to_store"]
 
 T = TypeVar("T")
+
+Write: TypeAlias = Append | LogEvent | BeginTurn | EndTurn
+"""The history's writes that a session keeps when they cannot be made at once."""
+
+
+def write_to_store(store: SessionStore, session_id: str, write: Write) -> int | None:
+    """Make ``write`` in ``store`` as the chat state would (the appended message's or event's sequence
+    number, else ``None``); for a session whose chat state is not running. Raises
+    :class:`~shell.store.StoreError`."""
+    match write:
+        case Append(turn, message):
+            return store.append_message(session_id, turn, message)
+        case LogEvent(turn, event):
+            return store.append_event(session_id, turn, event)
+        case BeginTurn(turn):
+            store.begin_turn(session_id, turn)
+        case EndTurn():
+            store.end_turn(session_id)
+        case _:
+            raise TypeError(f"not a write to the history: {write!r}")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,19 +113,9 @@ class ChatStateActor(Actor):
         self._entries.append((seq, message.turn, message.message))
         return seq
 
-    @handles(LogEvent)
-    def _log(self, message: LogEvent) -> int:
-        return self._write(
-            lambda: self._store.append_event(self._options.session_id, message.turn, message.event)
-        )
-
-    @handles(BeginTurn)
-    def _begin(self, message: BeginTurn) -> None:
-        self._write(lambda: self._store.begin_turn(self._options.session_id, message.turn))
-
-    @handles(EndTurn)
-    def _end_turn(self, _: EndTurn) -> None:
-        self._write(lambda: self._store.end_turn(self._options.session_id))
+    @handles(LogEvent, BeginTurn, EndTurn)
+    def _record(self, message: Write) -> int | None:
+        return self._write(lambda: write_to_store(self._store, self._options.session_id, message))
 
     @handles(GetStatus)
     def _status(self, _: GetStatus) -> SessionRecord:

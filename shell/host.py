@@ -18,7 +18,7 @@ from sampler import SamplerSettings, ToolSpec
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
 from ._gate import TurnGate
-from .chat_state import ChatStateOptions
+from .chat_state import ChatStateOptions, write_to_store
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
 from .doom_loop import DoomLoopDetector
@@ -175,12 +175,7 @@ class AgentHost:
         """Stop an idle session's subtree now; False when it is busy or not running."""
         with self._lock:
             session = self._sessions.get(session_id)
-        if (
-            session is None
-            or not session.active
-            or session.runtime.turn is not None
-            or session.runtime.prompts
-        ):
+        if session is None or not session.active or not session.runtime.settled:
             return False
         self._stop_subtree(session)
         return True
@@ -198,6 +193,10 @@ class AgentHost:
             self.system.shutdown(timeout=timeout, reason="host shutdown")
         else:
             self.system.stop("host", timeout=timeout)
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            self._write_kept(session)
         self.store.close()
 
     def __enter__(self) -> AgentHost:
@@ -298,6 +297,17 @@ class AgentHost:
                 self.system.stop(self._name(session.record_id), parent=self.supervisor)
             finally:
                 session.active = False
+            self._write_kept(session)
+
+    def _write_kept(self, session: _Session) -> None:
+        """Make the writes its stopped subtree could not make (its chat state was down), in order."""
+        kept = session.runtime.unrecorded
+        try:
+            while kept:
+                write_to_store(self.store, session.record_id, kept[0])
+                kept.pop(0)
+        except Exception:
+            logger.exception("session %s: %d writes could not be stored", session.record_id, len(kept))
 
     def _reactivate(self, session_id: str) -> None:
         """Called on the sender's thread: start the subtree on a thread of its own."""
@@ -322,12 +332,7 @@ class AgentHost:
                 sessions = list(self._sessions.values())
             for session in sessions:
                 runtime = session.runtime
-                if (
-                    session.active
-                    and runtime.turn is None
-                    and not runtime.prompts
-                    and now - runtime.last_active > limit
-                ):
+                if session.active and runtime.settled and now - runtime.last_active > limit:
                     try:
                         self._stop_subtree(session)
                     except Exception:

@@ -95,8 +95,7 @@ class SessionActor(Actor):
         except HistoryError as exc:
             logger.warning("session %s: could not start: %s", self._opts.session_id, exc)
             if exc.kind != "aborted":
-                address = self.address
-                self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="session-init")
+                self._init_again()
             return
         if rt.turn is not None and rt.turn_generation != rt.generation:
             self._feed(tm.Shutdown(_STOPPED))  # the whole subtree was restarted: its work is gone
@@ -105,6 +104,11 @@ class SessionActor(Actor):
         elif rt.prompts:
             self._start_next()
 
+    def _init_again(self) -> None:
+        """Try :meth:`_init` (and a waiting start) again shortly."""
+        address = self.address
+        self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="session-init")
+
     def _init(self) -> None:
         """Record what an earlier incarnation could not, and learn the next turn's number."""
         rt = self._rt
@@ -112,16 +116,22 @@ class SessionActor(Actor):
         if rt.next_turn is None:
             record = self._history.ask(GetStatus())
             rt.next_turn = record.current_turn + 1
-            if record.status == "in_turn":
+            if record.status == "in_turn":  # the process ended mid-turn
                 interrupted = tm.CancelReason.INTERRUPTED
-                self._emit(ev.TurnCancelled(self._opts.session_id, record.current_turn, interrupted))
-                self._history.ask(EndTurn())
+                event = ev.TurnCancelled(self._opts.session_id, record.current_turn, interrupted)
+                self._history.kept += [LogEvent(record.current_turn, event), EndTurn()]
+                self._publish(event)
+                self._history.flush()
 
     def on_stop(self) -> None:
         for sibling in ("sampler", "tools"):
             self.system.unwatch(self._sibling(sibling), self.address)
         if self._rt.turn is not None:
             self._feed(self._shutdown())
+        try:
+            self._history.flush()
+        except HistoryError as exc:
+            logger.warning("session %s: writes wait for the next start: %s", self._opts.session_id, exc)
 
     def _shutdown(self, unperformed: tuple[tm.TurnAction, ...] = ()) -> tm.Shutdown:
         return tm.Shutdown(None if self._rt.closing else _STOPPED, unperformed)
@@ -185,8 +195,7 @@ class SessionActor(Actor):
         except HistoryError as exc:
             rt.start_failures += 1
             if exc.kind != "aborted":
-                address = self.address
-                self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="turn-start")
+                self._init_again()
             return False
         rt.start_failures = 0
         return True
@@ -365,14 +374,16 @@ class SessionActor(Actor):
             rt.gate.leave(self.address)
         if rt.prompts and self.address.alive:
             self._start_next()
+        elif rt.unrecorded and not self.stopping:
+            self._init_again()  # what could not be written is written as soon as it can be
 
     # -- events --------------------------------------------------------------------------------------
 
     def _emit(self, event: Any) -> None:
-        """Persist the event, then publish it."""
+        """Persist the event (or keep it to persist later, and raise), then publish it."""
         turn = getattr(event, "turn", 0)
         try:
-            self._history.ask(LogEvent(turn, event))
+            self._history.write(LogEvent(turn, event))
         finally:
             self._publish(event)
 
