@@ -442,7 +442,8 @@ def test_fake_provider_prints_a_base_url_that_answers_and_stops_on_ctrl_c() -> N
 
 
 def test_demo_hands_its_options_to_the_live_demo(monkeypatch) -> None:
-    from shell import _demo, cli
+    from shell import cli
+    from shell.cli import _demo
 
     calls: list[dict[str, Any]] = []
 

@@ -681,7 +681,7 @@ def test_a_target_that_names_no_backend_clearly_is_refused(target, reason):
 
 def test_a_postgresql_url_without_psycopg_installed_is_a_store_error_saying_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    monkeypatch.delitem(sys.modules, "shell._store_postgres", raising=False)
+    monkeypatch.delitem(sys.modules, "shell.store._postgres", raising=False)
 
     with pytest.raises(StoreError, match=r"turnkeep\[postgres\]"):
         open_store("postgresql://127.0.0.1/db")

@@ -10,8 +10,8 @@ from typing import Literal
 
 from tool_bridge import PermissionDecision, PermissionRequested
 
-from ._cli_settings import open_host, open_session, settings_from
-from ._cli_turn import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_turn
+from ._settings import open_host, open_session, settings_from
+from ._turn_view import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_turn
 
 __all__ = ["run"]
 
@@ -30,7 +30,7 @@ def run(options: argparse.Namespace) -> int:
 
     A tool call that needs permission is asked about: ``y`` allows it once, ``a`` for the rest of the
     session, anything else denies it. Raises :class:`~shell.config.ConfigError` or
-    :class:`~shell._cli_settings.CliUsageError` before the first prompt.
+    :class:`~shell.cli._settings.CliUsageError` before the first prompt.
     """
     settings = settings_from(options)
     if sys.stdin.isatty():

@@ -18,10 +18,10 @@ import msgspec
 from tool_bridge import DEFAULT_RULES, PermissionPolicy, PermissionRule
 from tool_bridge.permissions import Action, Decision
 
-from .config import ConfigError, Settings, load_settings
-from .facade import Host, Session
-from .host import HostError
-from .store import SessionNotFound, StoreError
+from ..config import ConfigError, Settings, load_settings
+from ..facade import Host, Session
+from ..host import HostError
+from ..store import SessionNotFound, StoreError
 
 __all__ = [
     "CliUsageError",

@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from . import _schema
-from .store import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
+from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
 
 __all__ = ["PostgresBackend"]
 

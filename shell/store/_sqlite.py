@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _schema
-from .store import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
+from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
 
 __all__ = ["SqliteBackend"]
 

@@ -29,11 +29,11 @@ from sampler.fake import (
     ToolStep,
 )
 
-from . import events as ev
-from .config import load_settings
-from .credentials import OAuthCredential
-from .facade import Host, Session
-from .store import SessionStore
+from .. import events as ev
+from ..config import load_settings
+from ..credentials import OAuthCredential
+from ..facade import Host, Session
+from ..store import SessionStore
 
 __all__ = ["run"]
 

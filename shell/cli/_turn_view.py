@@ -15,8 +15,8 @@ import msgspec
 
 from tool_bridge import PermissionDecision, PermissionRequested, ToolAbandoned
 
-from . import events as ev
-from .facade import Session
+from .. import events as ev
+from ..facade import Session
 
 __all__ = [
     "EXIT_CANCELLED",

@@ -14,9 +14,9 @@ import msgspec
 
 from sampler import AssistantMessage, ImagePart, Message, SystemMessage, TextPart, ToolMessage, UserMessage
 
-from . import events as ev
-from ._cli_settings import CliUsageError, add_store_options, settings_from
-from .store import SessionNotFound, SessionRecord, SessionStore, StoredEvent, StoredMessage, StoreError
+from .. import events as ev
+from ..store import SessionNotFound, SessionRecord, SessionStore, StoredEvent, StoredMessage, StoreError
+from ._settings import CliUsageError, add_store_options, settings_from
 
 __all__ = ["add_arguments", "run"]
 
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(options: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Print what the store holds; 0, or :class:`~shell._cli_settings.CliUsageError` for an unknown
+    """Print what the store holds; 0, or :class:`~shell.cli._settings.CliUsageError` for an unknown
     session or a file that is not a session store."""
     stream = out or sys.stdout
     path = Path(settings_from(options).store.path)

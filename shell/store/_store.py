@@ -1,33 +1,4 @@
-"""The session store: sessions, their message history and their event log, in SQLite or PostgreSQL.
-
-Backends: :func:`open_store` (or :meth:`SessionStore.open`) takes a *target*. A file path, or a URL
-``sqlite://PATH``, opens one SQLite file, the embedded default. A URL ``postgresql://…`` (or
-``postgres://…``, any libpq connection URL) opens a PostgreSQL database through psycopg, which comes with
-``turnkeep[postgres]``; the store's tables live in the connection's current schema (the first existing
-schema of its ``search_path``, ``public`` unless the URL says otherwise, e.g. with
-``?options=-csearch_path%3Dturnkeep``). Both backends have the same methods, records, errors, schema
-versions and guarantees.
-
-Durability: every write is committed before the method returns. SQLite is in WAL mode; with
-``synchronous="NORMAL"`` a crash of the process loses nothing committed (a power cut may lose the last
-commits), ``"FULL"`` makes each commit survive a power cut too. In PostgreSQL, ``"NORMAL"`` leaves
-``synchronous_commit`` as the server has it, ``"FULL"`` sets it to ``on`` for the store's connections, so
-each commit is on the server's disk before the method returns.
-
-Concurrency: a store may be used from any number of threads. SQLite: one connection behind a lock; each
-call holds it for one short transaction, and other processes (or other stores on the same file) wait up to
-``busy_timeout`` seconds for the write lock instead of failing. PostgreSQL: a pool of at most
-``pool_size`` connections, each serving one call at a time (a call waits for a free one); writes to one
-session are serialised by a lock on its row, writes to different sessions run in parallel, and a lock
-held elsewhere for longer than ``busy_timeout`` seconds fails the call with :class:`StoreBusy`.
-
-Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
-:func:`shell._secrets.redact` first, so no API key or token reaches the database.
-
-Errors are :class:`StoreError` subclasses. The store never deletes or rewrites anything it cannot read: a
-database that is not a session store, or a row that cannot be decoded, raises :class:`StoreCorrupt`, and
-one from a newer version of turnkeep raises :class:`StoreVersionError`.
-"""
+"""The session store itself: one interface over the SQLite and PostgreSQL backends."""
 
 from __future__ import annotations
 
@@ -38,171 +9,27 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote
 
 import msgspec
 
 from sampler.messages import Message
 
-from ._secrets import redact
+from .._secrets import redact
+from ._errors import (
+    CompactionRejected,
+    SessionClosed,
+    SessionExists,
+    SessionNotFound,
+    StoreCorrupt,
+    StoreError,
+)
+from ._records import Backend, SessionRecord, StoredEvent, StoredMessage
 
-__all__ = [
-    "Backend",
-    "CompactionRejected",
-    "SessionClosed",
-    "SessionExists",
-    "SessionNotFound",
-    "SessionRecord",
-    "SessionStatus",
-    "SessionStore",
-    "StoreBusy",
-    "StoreClosed",
-    "StoreCorrupt",
-    "StoreError",
-    "StoreUnavailable",
-    "StoreVersionError",
-    "StoredEvent",
-    "StoredMessage",
-    "open_store",
-]
-
-SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed"]
-"""``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good."""
-
-Backend: TypeAlias = Literal["sqlite", "postgresql"]
-"""The kind of database a store keeps its data in."""
+__all__ = ["SessionStore", "open_store"]
 
 _DEFAULT_POOL_SIZE = 4
-
-
-# --- Errors -----------------------------------------------------------------------------------------------
-
-
-class StoreError(Exception):
-    """Base class of every error the session store raises."""
-
-
-class StoreCorrupt(StoreError):
-    """The database is not a turnkeep session store, or a row in it cannot be decoded.
-
-    ``location`` says where the store is (the file, or the URL without its password); ``path`` is the file
-    of a SQLite store, None for PostgreSQL. ``session_id`` and ``seq`` name the bad row when one is to blame
-    (``seq`` is a message seq, an event seq, or None for the session row itself). Nothing has been changed.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | None = None,
-        location: str | None = None,
-        session_id: str | None = None,
-        seq: int | None = None,
-    ):
-        super().__init__(message)
-        self.path = path
-        self.location = location if location is not None else str(path or "")
-        self.session_id = session_id
-        self.seq = seq
-
-
-class StoreVersionError(StoreError):
-    """The store was written by a newer turnkeep (schema ``found``) than this one (``supported``).
-
-    ``location`` and ``path`` are as for :class:`StoreCorrupt`.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | None = None,
-        location: str | None = None,
-        found: int,
-        supported: int,
-    ):
-        super().__init__(message)
-        self.path = path
-        self.location = location if location is not None else str(path or "")
-        self.found = found
-        self.supported = supported
-
-
-class StoreBusy(StoreError):
-    """Another process or connection held a lock the call needed for longer than ``busy_timeout``."""
-
-
-class StoreUnavailable(StoreError):
-    """The PostgreSQL server cannot be reached, or the connection to it was lost during the call.
-
-    A write that fails this way may or may not have been committed; the next call opens a new connection.
-    """
-
-
-class StoreClosed(StoreError):
-    """The store was used after :meth:`SessionStore.close`."""
-
-
-class SessionNotFound(StoreError, LookupError):
-    """No session has the given id."""
-
-
-class SessionExists(StoreError):
-    """A session with the given id already exists."""
-
-
-class SessionClosed(StoreError):
-    """The session is closed: it can still be read, but nothing can be added to it."""
-
-
-class CompactionRejected(StoreError, ValueError):
-    """A compaction named no message, or one that does not exist or is already replaced."""
-
-
-# --- Records ----------------------------------------------------------------------------------------------
-
-
-class SessionRecord(msgspec.Struct, frozen=True):
-    """A session's row: identity, status and what the session has learned."""
-
-    id: str
-    created_at: float
-    """Seconds since the epoch."""
-    updated_at: float
-    """When anything of the session (row, messages, events) was last written."""
-    workspace: str
-    model: str
-    status: SessionStatus
-    current_turn: int
-    """The last turn begun (0 before the first)."""
-    learned_window: int | None
-    """The context window learned from an overflow, in tokens; None until one happened."""
-    meta: dict[str, Any]
-
-
-class StoredMessage(msgspec.Struct, frozen=True):
-    """A message of a session's history with its place in it."""
-
-    seq: int
-    """1-based, dense, in the order the messages were appended."""
-    turn: int
-    message: Message
-    replaced_by: int | None
-    """The seq of the summary that replaced this message in the projection, or None."""
-    is_summary: bool
-
-
-class StoredEvent(msgspec.Struct, frozen=True):
-    """An entry of a session's event log; ``body`` is the event's JSON, to be decoded by its reader."""
-
-    seq: int
-    """1-based, dense, in the order the events were appended."""
-    turn: int
-    type: str
-    """The event struct's tag, or its class name if it has none."""
-    body: bytes
-    created_at: float
 
 
 # --- What a backend provides ------------------------------------------------------------------------------
@@ -367,12 +194,12 @@ class SessionStore:
         if isinstance(where, Path):
             if pool_size is not None:
                 raise ValueError("pool_size applies to PostgreSQL stores only")
-            from ._store_sqlite import SqliteBackend
+            from ._sqlite import SqliteBackend
 
             self._backend = SqliteBackend(where, synchronous=synchronous, busy_timeout=busy_timeout)
         else:
             try:
-                from ._store_postgres import PostgresBackend
+                from ._postgres import PostgresBackend
             except ImportError as error:
                 raise StoreError(
                     f"a PostgreSQL store needs psycopg 3 ({error}); install turnkeep[postgres]"

@@ -1,4 +1,4 @@
-"""The ``turnkeep`` command line: ``run``, ``chat``, ``sessions``, ``fake-provider``, ``demo`` and ``chaos``.
+"""The command line's entry point: parsing, the sub-commands, and what each exit code means.
 
 Exit codes: 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or configuration error
 (one line on stderr), 130 a turn cancelled by Ctrl-C.
@@ -19,12 +19,12 @@ from typing import Any, NoReturn
 from actors import ActorError
 from sampler.fake import PROFILES, FakeProvider, serve_forever
 
-from . import _cli_chat, _cli_run, _cli_sessions
-from ._cli_settings import CliUsageError, add_host_options
-from ._cli_turn import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from .config import ConfigError
-from .host import HostError
-from .store import StoreError
+from ..config import ConfigError
+from ..host import HostError
+from ..store import StoreError
+from . import _chat, _run, _sessions
+from ._settings import CliUsageError, add_host_options
+from ._turn_view import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_CANCELLED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -48,13 +48,13 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run one turn. Exit code: 0 completed, 1 failed, 2 usage error, 130 cancelled.",
     )
     add_host_options(run)
-    _cli_run.add_arguments(run)
+    _run.add_arguments(run)
 
     chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
     add_host_options(chat)
 
     sessions = commands.add_parser("sessions", help="what the session store holds")
-    _cli_sessions.add_arguments(sessions)
+    _sessions.add_arguments(sessions)
 
     fake = commands.add_parser(
         "fake-provider", help="serve the embedded model provider on loopback until Ctrl-C"
@@ -104,15 +104,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(options: argparse.Namespace) -> int:
     command = options.command
     if command == "run":
-        return _cli_run.run(options)
+        return _run.run(options)
     if command == "chat":
-        return _cli_chat.run(options)
+        return _chat.run(options)
     if command == "sessions":
-        return _cli_sessions.run(options)
+        return _sessions.run(options)
     if command == "fake-provider":
         return _fake_provider(options)
     if command == "chaos":
-        from . import _chaos
+        from .. import _chaos
 
         try:
             return _chaos.run(
@@ -167,7 +167,3 @@ def _stopped_by_signals() -> Iterator[None]:
 def _fail(code: int, message: str) -> int:
     sys.stderr.write(f"turnkeep: error: {message}\n")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

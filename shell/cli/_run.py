@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._cli_settings import open_host, open_session, settings_from
-from ._cli_turn import Interrupts, JsonView, TextView, View, drive_turn, exit_code
+from ._settings import open_host, open_session, settings_from
+from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
 
 __all__ = ["add_arguments", "run"]
 
@@ -21,7 +21,7 @@ def run(options: argparse.Namespace) -> int:
     """Run one turn; 0 completed, 1 failed, 130 cancelled by Ctrl-C.
 
     Tools that would be asked about are denied unless ``--allow``-ed. Raises
-    :class:`~shell.config.ConfigError` or :class:`~shell._cli_settings.CliUsageError` before the turn.
+    :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
     settings = settings_from(options)
     view: View = JsonView() if options.json else TextView()

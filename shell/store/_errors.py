@@ -1,0 +1,99 @@
+"""What can go wrong in the session store: every error is a :class:`StoreError`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "CompactionRejected",
+    "SessionClosed",
+    "SessionExists",
+    "SessionNotFound",
+    "StoreBusy",
+    "StoreClosed",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreUnavailable",
+    "StoreVersionError",
+]
+
+
+class StoreError(Exception):
+    """Base class of every error the session store raises."""
+
+
+class StoreCorrupt(StoreError):
+    """The database is not a turnkeep session store, or a row in it cannot be decoded.
+
+    ``location`` says where the store is (the file, or the URL without its password); ``path`` is the file
+    of a SQLite store, None for PostgreSQL. ``session_id`` and ``seq`` name the bad row when one is to blame
+    (``seq`` is a message seq, an event seq, or None for the session row itself). Nothing has been changed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        location: str | None = None,
+        session_id: str | None = None,
+        seq: int | None = None,
+    ):
+        super().__init__(message)
+        self.path = path
+        self.location = location if location is not None else str(path or "")
+        self.session_id = session_id
+        self.seq = seq
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer turnkeep (schema ``found``) than this one (``supported``).
+
+    ``location`` and ``path`` are as for :class:`StoreCorrupt`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        location: str | None = None,
+        found: int,
+        supported: int,
+    ):
+        super().__init__(message)
+        self.path = path
+        self.location = location if location is not None else str(path or "")
+        self.found = found
+        self.supported = supported
+
+
+class StoreBusy(StoreError):
+    """Another process or connection held a lock the call needed for longer than ``busy_timeout``."""
+
+
+class StoreUnavailable(StoreError):
+    """The PostgreSQL server cannot be reached, or the connection to it was lost during the call.
+
+    A write that fails this way may or may not have been committed; the next call opens a new connection.
+    """
+
+
+class StoreClosed(StoreError):
+    """The store was used after :meth:`SessionStore.close`."""
+
+
+class SessionNotFound(StoreError, LookupError):
+    """No session has the given id."""
+
+
+class SessionExists(StoreError):
+    """A session with the given id already exists."""
+
+
+class SessionClosed(StoreError):
+    """The session is closed: it can still be read, but nothing can be added to it."""
+
+
+class CompactionRejected(StoreError, ValueError):
+    """A compaction named no message, or one that does not exist or is already replaced."""

@@ -1,0 +1,59 @@
+"""What the session store hands back: sessions, stored messages and stored events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from sampler.messages import Message
+
+__all__ = ["Backend", "SessionRecord", "SessionStatus", "StoredEvent", "StoredMessage"]
+
+SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed"]
+"""``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good."""
+
+Backend: TypeAlias = Literal["sqlite", "postgresql"]
+"""The kind of database a store keeps its data in."""
+
+
+class SessionRecord(msgspec.Struct, frozen=True):
+    """A session's row: identity, status and what the session has learned."""
+
+    id: str
+    created_at: float
+    """Seconds since the epoch."""
+    updated_at: float
+    """When anything of the session (row, messages, events) was last written."""
+    workspace: str
+    model: str
+    status: SessionStatus
+    current_turn: int
+    """The last turn begun (0 before the first)."""
+    learned_window: int | None
+    """The context window learned from an overflow, in tokens; None until one happened."""
+    meta: dict[str, Any]
+
+
+class StoredMessage(msgspec.Struct, frozen=True):
+    """A message of a session's history with its place in it."""
+
+    seq: int
+    """1-based, dense, in the order the messages were appended."""
+    turn: int
+    message: Message
+    replaced_by: int | None
+    """The seq of the summary that replaced this message in the projection, or None."""
+    is_summary: bool
+
+
+class StoredEvent(msgspec.Struct, frozen=True):
+    """An entry of a session's event log; ``body`` is the event's JSON, to be decoded by its reader."""
+
+    seq: int
+    """1-based, dense, in the order the events were appended."""
+    turn: int
+    type: str
+    """The event struct's tag, or its class name if it has none."""
+    body: bytes
+    created_at: float
