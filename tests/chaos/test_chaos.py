@@ -21,11 +21,6 @@ from shell._chaos import (
     ChaosReport,
     Resources,
     TurnBound,
-    _CancelPlan,
-    _Limits,
-    _run_turn,
-    _TurnLog,
-    _TurnPlan,
     event_log_violations,
     history_violations,
     leaks,
@@ -34,6 +29,8 @@ from shell._chaos import (
     run,
     turn_bound,
 )
+from shell._chaos._driving import _Limits, _run_turn, _TurnLog
+from shell._chaos._workload import _CancelPlan, _TurnPlan
 from shell.config import load_settings
 from shell.store import SessionStore
 

@@ -1,0 +1,244 @@
+"""Running it all: the embedded provider, the host under chaos, the drivers, the checks and the report."""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from actors import (
+    ActorSystem,
+    Address,
+    ChaosPolicy,
+    ChildSpec,
+)
+from sampler.fake import (
+    DEFAULT_REFRESH_TOKEN,
+    FakeProvider,
+    FaultPlan,
+    TokenExpiry,
+)
+
+from ..credentials import OAuthCredential
+from ..host import AgentHost
+from ..session_tree import SessionChaos
+from ._bound import turn_bound
+from ._driving import _drive, _Limits, _SessionLog
+from ._report import ChaosReport, _build_report, _store_violations, _turn_violations, print_report
+from ._resources import Resources, _settle, leaks
+from ._tallies import _KINDS, _Tally, _Watcher
+from ._workload import (
+    _MAX_BODY_BYTES,
+    _MODEL_CALLS,
+    _PROVIDER_WINDOW,
+    _REQUESTS_PER_TOKEN,
+    _SCRIPTS,
+    _SHUTDOWN_TIMEOUT,
+    _TOOL_ROUNDS,
+    _plan,
+    _registry,
+    _settings,
+)
+
+
+def run(
+    *,
+    seed: int,
+    sessions: int,
+    turns: int,
+    actor_crash_rate: float = 0.0,
+    profile: str = "light",
+    as_json: bool = False,
+    cancel_rate: float = 0.1,
+) -> int:
+    """Run the chaos workload, print the report (a table, or JSON with ``as_json``), and return the exit
+    code: 0 when no invariant was violated, 1 otherwise. Raises ValueError for an unknown ``profile`` or
+    out-of-range numbers."""
+    report = chaos_run(
+        seed=seed,
+        sessions=sessions,
+        turns=turns,
+        actor_crash_rate=actor_crash_rate,
+        profile=profile,
+        cancel_rate=cancel_rate,
+    )
+    if as_json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        print_report(report)
+    return 0 if report.ok else 1
+
+
+def chaos_run(
+    *,
+    seed: int,
+    sessions: int,
+    turns: int,
+    actor_crash_rate: float = 0.0,
+    profile: str = "light",
+    cancel_rate: float = 0.1,
+) -> ChaosReport:
+    """Run the chaos workload and return its report; see :func:`run`."""
+    if sessions < 1 or turns < 1:
+        raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
+    if not 0.0 <= actor_crash_rate <= 1.0 or not 0.0 <= cancel_rate <= 1.0:
+        raise ValueError("actor_crash_rate and cancel_rate must be within [0, 1]")
+    faults = FaultPlan.profile(profile, seed=seed, stall_hangs=True)
+    options = {
+        "seed": seed,
+        "sessions": sessions,
+        "turns": turns,
+        "actor_crash_rate": actor_crash_rate,
+        "profile": profile,
+        "cancel_rate": cancel_rate,
+    }
+    plans = _plan(seed, sessions, turns, cancel_rate)
+    workers = min(sessions, 16)
+    slots = max(1, workers // 2)
+    mark = f"{os.getpid()}-{seed}-{time.time_ns()}"
+    before = Resources.take(mark)
+    started = time.monotonic()
+    tally = _Tally()
+    logs = [_SessionLog(plan) for plan in plans]
+    violations: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="turnkeep-chaos-") as tmp:
+        root = Path(tmp)
+        provider = FakeProvider(
+            _SCRIPTS["answer"],
+            scripts=_SCRIPTS,
+            faults=faults,
+            context_window=_PROVIDER_WINDOW,
+            max_body_bytes=_MAX_BODY_BYTES,
+            token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN * slots),
+        )
+        provider.start()
+        try:
+            settings = _settings(provider.base_url, root / "sessions.db", slots)
+            system = ActorSystem(ask_timeout=settings.timeouts.ask)
+            bound = turn_bound(
+                settings,
+                model_calls=_MODEL_CALLS,
+                tool_rounds=_TOOL_ROUNDS,
+                retry_after=(faults.retry_after_ms or 0) / 1000,
+                restart_wait=system.restart_wait,
+            )
+            policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
+            chaos = SessionChaos(session=policy, chat_state=policy, sampler=policy, tools=policy)
+            credential = OAuthCredential(
+                provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
+            )
+            host: AgentHost | None = None
+            try:
+                system.dead_letters.subscribe(tally.dead_letter)
+                watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
+                host = AgentHost(
+                    settings,
+                    credentials=credential,
+                    registry=lambda: _registry(mark),
+                    chaos=chaos,
+                    system=system,
+                )
+                limits = _Limits(
+                    bound,
+                    start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
+                    ask_timeout=settings.timeouts.ask,
+                    gate=_describe_gate(host),
+                    describe=host.describe,
+                )
+                violations += _drive_all(host, root, logs, limits, workers, system, watcher)
+            finally:
+                violations += _shut_down(host, system)
+            runtime = system.metrics()
+        finally:
+            provider.stop()
+        stats = provider.stats
+        violations = (
+            _turn_violations(logs, bound, tally.crashed_on)
+            + _store_violations(root / "sessions.db", logs)
+            + violations
+        )
+    with tally.lock:
+        violations += [f"an actor crashed by itself: {error}" for error in tally.other_errors]
+    violations += [f"left behind: {leak}" for leak in leaks(before, _settle(before, mark))]
+    return _build_report(
+        options=options,
+        duration=time.monotonic() - started,
+        bound=bound,
+        logs=logs,
+        stats=stats,
+        tally=tally,
+        runtime=runtime,
+        violations=violations,
+    )
+
+
+def _drive_all(
+    host: AgentHost,
+    root: Path,
+    logs: Sequence[_SessionLog],
+    limits: _Limits,
+    workers: int,
+    system: ActorSystem,
+    watcher: Address,
+) -> list[str]:
+    pending: queue.Queue[_SessionLog] = queue.Queue()
+    for log in logs:
+        pending.put(log)
+
+    def work() -> None:
+        while True:
+            try:
+                log = pending.get_nowait()
+            except queue.Empty:
+                return
+            _watch(system, watcher, log.plan.session_id, host)
+            _drive(host, root, log.plan, log, limits)
+
+    threads = [threading.Thread(target=work, name=f"chaos-driver-{n + 1}") for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    per_session = len(logs[0].plan.turns) * (
+        limits.start_wait + limits.bound.seconds + 4 * limits.ask_timeout
+    )
+    deadline = time.monotonic() + math.ceil(len(logs) / workers) * per_session
+    problems = []
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            problems.append(f"{thread.name} did not finish its sessions in time")
+    return problems
+
+
+def _watch(system: ActorSystem, watcher: Address, session_id: str, host: AgentHost) -> None:
+    base = f"{host.supervisor.name}/session/{session_id}"
+    # Watching before the session starts is allowed: an address exists before its actor does.
+    system.watch(system.address(base), watcher)
+    for kind in _KINDS:
+        system.watch(system.address(f"{base}/{kind}"), watcher)
+
+
+def _describe_gate(host: AgentHost) -> Callable[[], str]:
+    limit = host.settings.host.max_concurrent_turns
+    return lambda: f"{host.gate.running} of {limit} turn slots held, {host.gate.waiting} sessions waiting"
+
+
+def _shut_down(host: AgentHost | None, system: ActorSystem) -> list[str]:
+    problems = []
+    try:
+        if host is not None:
+            host.shutdown(timeout=_SHUTDOWN_TIMEOUT)
+    except Exception as exc:
+        problems.append(f"the host did not shut down: {exc!r}")
+    report = system.shutdown(timeout=_SHUTDOWN_TIMEOUT, reason="chaos run over")
+    problems += [f"the runtime had to kill an actor: {what}" for what in report.forced]
+    problems += [f"shutdown left the job {job} unfinished" for job in report.unfinished_jobs]
+    problems += [f"shutdown left the thread {name} running" for name in report.leftover_threads]
+    return problems
