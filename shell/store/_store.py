@@ -1,4 +1,8 @@
-"""The session store itself: one interface over the SQLite and PostgreSQL backends."""
+"""The session store itself: one interface over the SQLite and PostgreSQL backends.
+
+One class, :class:`SessionStore`, whose methods each are one short transaction with the same encoding,
+redaction and error translation for both backends; it stays one module for that reason.
+"""
 
 from __future__ import annotations
 

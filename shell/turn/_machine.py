@@ -9,6 +9,9 @@ of inputs (duplicated, reordered, lost, stale):
   (credential refreshes and compactions by the :class:`~shell.bridge.RecoveryBridge`, lost steps by
   :data:`MAX_LOST_STEPS`), so a world that keeps answering ends it;
 - an ``Ask…`` action or ``Finish`` is always the last action of a list.
+
+It is one module, longer than most, because it is one state machine: its transitions share the turn's
+state, and splitting them would spread one table of phases over several files.
 """
 
 from __future__ import annotations

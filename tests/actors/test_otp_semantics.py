@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -31,6 +31,7 @@ from actors import (
     handles,
 )
 from actors.supervisor import _Restarts
+from tests._waiting import wait_until
 from tests.actors._kit import Boom, Counter, Downs, DownWatcher, Get, Journal, crash_once
 
 
@@ -53,21 +54,6 @@ def worker(journal: Journal, name: str, restart: Restart = Restart.PERMANENT, **
 def children(system: ActorSystem, supervisor: str) -> dict[str, tuple[int, str]]:
     """Each child of ``supervisor``: its incarnation number and status."""
     return {c.name: (c.incarnation, c.status) for c in system.address(supervisor).ask(WhichChildren())}
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Wait on a condition that has no event of its own to wait on (a supervisor's bookkeeping)."""
-    done = threading.Event()
-    deadline = threading.Timer(timeout, done.set)
-    deadline.start()
-    try:
-        while not done.is_set():
-            if predicate():
-                return True
-            done.wait(0.005)
-        return predicate()
-    finally:
-        deadline.cancel()
 
 
 @pytest.fixture
@@ -93,7 +79,7 @@ def test_a_supervisor_that_gives_up_escalates_once_and_its_successor_leaves_no_o
     system.spawn(ChildSpec("outer", lambda: Supervisor([ChildSpec("inner", inner)])))
     system.watch(system.address("outer/inner"), watcher)
     system.address("outer/inner/w").tell(crash_once())
-    assert eventually(lambda: children(system, "outer") == {"inner": (2, "running")})
+    assert wait_until(lambda: children(system, "outer") == {"inner": (2, "running")})
     # Anything the new supervisor was handed by its predecessor is handled before this ask.
     assert children(system, "outer/inner") == {"w": (1, "running")}
     assert system.address("outer/inner/w").ask(Get()) == 0
@@ -117,7 +103,7 @@ def test_a_supervisor_that_crashes_stops_its_children_before_it_is_restarted(sys
     system.spawn(ChildSpec("fragile", lambda: Fragile([worker(journal, "w")])))
     with pytest.raises(RuntimeError, match="a bug in the supervisor"):
         system.address("fragile").ask(Boom())
-    assert eventually(lambda: children(system, "root") == {"fragile": (2, "running")})
+    assert wait_until(lambda: children(system, "root") == {"fragile": (2, "running")})
     assert journal.snapshot() == ["w:start1", "w:stop1", "w:start1"]
 
 
@@ -262,7 +248,7 @@ def test_a_transient_child_that_ended_normally_keeps_its_spec_and_a_group_restar
     system.spawn(ChildSpec("sup", lambda: Supervisor(specs, strategy=strategy)))
     system.address("sup/t").tell(Quit())
     assert journal.wait_for("t:stop1")
-    assert eventually(lambda: children(system, "sup")["t"] == (1, "stopped"))
+    assert wait_until(lambda: children(system, "sup")["t"] == (1, "stopped"))
     system.address("sup/a").tell(crash_once())
     assert journal.wait_for("t:start2")
     assert system.address("sup/t").ask(Get()) == 0
@@ -286,7 +272,7 @@ def test_a_transient_child_supervisor_that_gives_up_is_not_restarted(
     system.address("outer/inner/w").tell(crash_once())
     assert downs.wait_for(lambda seen: len(seen) == 1)
     assert isinstance(downs.seen[0].error, SupervisorEscalation)
-    assert eventually(lambda: children(system, "outer") == {"inner": (1, "stopped")})
+    assert wait_until(lambda: children(system, "outer") == {"inner": (1, "stopped")})
     assert journal.snapshot() == ["w:start1"]
     assert system.address("outer/inner").status == "stopped"
 
@@ -376,6 +362,6 @@ def test_an_intensity_of_zero_gives_up_on_the_first_crash(system: ActorSystem) -
     system.spawn(ChildSpec("outer", lambda: Supervisor([ChildSpec("inner", inner)])))
     system.address("outer/inner/b").tell(crash_once())
     assert journal.wait_for("b:start1") and journal.wait_for("a:stop1")
-    assert eventually(lambda: children(system, "outer") == {"inner": (2, "running")})
+    assert wait_until(lambda: children(system, "outer") == {"inner": (2, "running")})
     assert children(system, "outer/inner") == {"a": (1, "running"), "b": (1, "running")}
     assert journal.snapshot() == ["a:start1", "b:start1", "a:stop1", "a:start1", "b:start1"]

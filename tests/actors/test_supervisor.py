@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -19,6 +18,7 @@ from actors import (
     Supervisor,
     WhichChildren,
 )
+from tests._waiting import wait_until
 from tests.actors._kit import Block, Boom, Counter, Get, Inc, Journal, crash_once
 
 
@@ -32,15 +32,6 @@ def trio_of(journal: Journal, **spec: object) -> list[ChildSpec]:
 def incarnations(system: ActorSystem, supervisor: str) -> dict[str, int]:
     children = system.address(supervisor).ask(WhichChildren())
     return {child.name: child.incarnation for child in children}
-
-
-def wait_until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
 
 
 @pytest.mark.parametrize(
