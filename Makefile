@@ -22,9 +22,9 @@ demo: $(STAMP_RUN)
 	$(BIN)/turnkeep demo
 
 lint: $(STAMP_TEST)
-	$(BIN)/ruff check actors sampler shell tool_bridge tests bench
-	$(BIN)/ruff format --check actors sampler shell tool_bridge tests bench
-	$(BIN)/mypy actors sampler shell tool_bridge
+	$(BIN)/ruff check actors sampler shell tool_bridge turnkeep tests bench
+	$(BIN)/ruff format --check actors sampler shell tool_bridge turnkeep tests bench
+	$(BIN)/mypy actors sampler shell tool_bridge turnkeep
 
 test: lint
 	$(BIN)/python -m pytest -q

@@ -1,0 +1,289 @@
+"""turnkeep: an actor-model runtime with supervision trees for hosts that run many long-lived LLM agent
+sessions, whose turns always converge — every prompt ends as exactly one stored completed, failed or
+cancelled turn, and nothing is lost.
+
+This package is the public face: everything a host, an embedding app or a test needs, grouped as users look
+for it. The embedded provider and the chaos harness are in :mod:`turnkeep.testing`.
+
+Errors — the whole hierarchy (each also says, in its docstring, when it is raised)::
+
+    HostError                      a host's or a façade's operation could not be done
+        PoolError                  ... on a pool of host replicas
+            ClusterUnavailable     the replicas could not be started
+            ReplicaUnavailable     no replica took the request
+            ReplicaError           a replica failed the request
+    ConfigError (ValueError)       a configuration file, variable or option is invalid
+    CredentialRefreshError         the provider's credential could not be renewed
+    StoreError                     the session store failed
+        StoreCorrupt               not a session store, or a row that cannot be read
+        StoreVersionError          written by a newer version
+        StoreBusy                  locked elsewhere for too long
+        StoreUnavailable           the database cannot be reached
+        StoreClosed                the store was closed
+        SessionNotFound (LookupError)
+        SessionExists
+        SessionClosed
+        CompactionRejected (ValueError)
+    ActorError                     a message could not be delivered or answered
+        ActorUnavailable           the actor is stopped or did not come back in time
+        AskTimeout                 no reply before the deadline
+        MessageDropped             dropped by a chaos policy
+        UnhandledMessage           the actor has no handler for it
+        ChaosCrash                 a crash injected by a chaos policy
+        ChildStartError            a supervisor's child failed to start
+        SupervisorEscalation       a supervisor gave up after too many restarts
+        IoLoopClosed               the shared trio loop has stopped
+        JobCancelled               a job on the loop was cancelled
+    Refuse                         raised by a handler to answer an ask with an error and keep running
+    LlmRequestError                a model request failed (carries an LlmError with its kind)
+    StreamDecodeError (ValueError) a provider's stream could not be decoded
+    ToolError                      a tool failed (reaches the model as an is_error result)
+        WorkspaceEscapeError       a path leads out of the session's workspace
+    ToolDefinitionError (ValueError), ToolBridgeSettingsError (ValueError), PermissionConfigError (ValueError)
+"""
+
+from actors import (
+    Actor,
+    ActorError,
+    ActorSystem,
+    ActorUnavailable,
+    Address,
+    AskTimeout,
+    ChaosCrash,
+    ChaosPolicy,
+    ChildSpec,
+    ChildStartError,
+    DeadLetter,
+    Down,
+    ExitReason,
+    IoLoopClosed,
+    JobCancelled,
+    MessageDropped,
+    Refuse,
+    Restart,
+    RestartIntensity,
+    Strategy,
+    Supervisor,
+    SupervisorEscalation,
+    UnhandledMessage,
+    handles,
+)
+from sampler import (
+    AssistantMessage,
+    ImagePart,
+    LlmError,
+    LlmErrorKind,
+    LlmRequestError,
+    Message,
+    RetryPolicy,
+    SamplerSettings,
+    StreamDecodeError,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolMessage,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from shell import (
+    TERMINAL_EVENTS,
+    AgentHost,
+    AsyncHost,
+    AsyncSession,
+    AuthRefreshed,
+    Cancel,
+    CompactionFinished,
+    CompactionStarted,
+    ConfigError,
+    CredentialProvider,
+    CredentialRefreshError,
+    DoomLoopWarning,
+    Host,
+    HostError,
+    NoCredentials,
+    OAuthCredential,
+    PermissionDecision,
+    ProjectionFallback,
+    Retrying,
+    Session,
+    SessionEvent,
+    SessionRecord,
+    SessionStore,
+    Settings,
+    StaticKey,
+    Subscribe,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    Unsubscribe,
+    UserPrompt,
+    event_to_json_dict,
+    load_settings,
+    open_host,
+    open_store,
+)
+from shell.ray_pool import (
+    ClusterSettings,
+    ClusterUnavailable,
+    PoolError,
+    PoolHost,
+    ReplicaError,
+    ReplicaUnavailable,
+    connect,
+)
+from shell.store import (
+    CompactionRejected,
+    SessionClosed,
+    SessionExists,
+    SessionNotFound,
+    StoreBusy,
+    StoreClosed,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+    StoreVersionError,
+)
+from tool_bridge import (
+    PermissionConfigError,
+    PermissionPolicy,
+    PermissionRequested,
+    PermissionRule,
+    PreToolHook,
+    Tool,
+    ToolBridgeSettings,
+    ToolBridgeSettingsError,
+    ToolContext,
+    ToolDefinitionError,
+    ToolError,
+    ToolRegistry,
+    WorkspaceEscapeError,
+    builtin_registry,
+    tool,
+)
+
+__all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
+    # -- hosts and sessions --------------------------------------------------------------------------------
+    "AgentHost",
+    "AsyncHost",
+    "AsyncSession",
+    "ClusterSettings",
+    "Host",
+    "PoolHost",
+    "Session",
+    "connect",
+    "open_host",
+    # what a session's mailbox takes
+    "Cancel",
+    "PermissionDecision",
+    "Subscribe",
+    "Unsubscribe",
+    "UserPrompt",
+    # configuration, credentials, the store
+    "CredentialProvider",
+    "NoCredentials",
+    "OAuthCredential",
+    "RetryPolicy",
+    "SamplerSettings",
+    "SessionRecord",
+    "SessionStore",
+    "Settings",
+    "StaticKey",
+    "load_settings",
+    "open_store",
+    # -- events --------------------------------------------------------------------------------------------
+    "TERMINAL_EVENTS",
+    "AuthRefreshed",
+    "CompactionFinished",
+    "CompactionStarted",
+    "DoomLoopWarning",
+    "PermissionRequested",
+    "ProjectionFallback",
+    "Retrying",
+    "SessionEvent",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnStarted",
+    "event_to_json_dict",
+    # the history's messages
+    "AssistantMessage",
+    "ImagePart",
+    "LlmError",
+    "LlmErrorKind",
+    "Message",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolMessage",
+    "ToolResult",
+    "Usage",
+    "UserMessage",
+    # -- errors (the hierarchy is in this module's docstring) ----------------------------------------------
+    "ActorError",
+    "ActorUnavailable",
+    "AskTimeout",
+    "ChaosCrash",
+    "ChildStartError",
+    "ClusterUnavailable",
+    "CompactionRejected",
+    "ConfigError",
+    "CredentialRefreshError",
+    "HostError",
+    "IoLoopClosed",
+    "JobCancelled",
+    "LlmRequestError",
+    "MessageDropped",
+    "PermissionConfigError",
+    "PoolError",
+    "Refuse",
+    "ReplicaError",
+    "ReplicaUnavailable",
+    "SessionClosed",
+    "SessionExists",
+    "SessionNotFound",
+    "StoreBusy",
+    "StoreClosed",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreUnavailable",
+    "StoreVersionError",
+    "StreamDecodeError",
+    "SupervisorEscalation",
+    "ToolBridgeSettingsError",
+    "ToolDefinitionError",
+    "ToolError",
+    "UnhandledMessage",
+    "WorkspaceEscapeError",
+    # -- tools ---------------------------------------------------------------------------------------------
+    "PermissionPolicy",
+    "PermissionRule",
+    "PreToolHook",
+    "Tool",
+    "ToolBridgeSettings",
+    "ToolContext",
+    "ToolRegistry",
+    "builtin_registry",
+    "tool",
+    # -- the runtime ---------------------------------------------------------------------------------------
+    "Actor",
+    "ActorSystem",
+    "Address",
+    "ChaosPolicy",
+    "ChildSpec",
+    "DeadLetter",
+    "Down",
+    "ExitReason",
+    "Restart",
+    "RestartIntensity",
+    "Strategy",
+    "Supervisor",
+    "handles",
+]
