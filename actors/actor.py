@@ -14,7 +14,14 @@ import pykka
 from ._reply import Ask
 from .address import STOP, Address, Retry, StopRequest, _Internal
 from .chaos import ChaosVerdict, _ChaosDice
-from .errors import ActorUnavailable, ChaosCrash, MessageDropped, Refuse, UnhandledMessage
+from .errors import (
+    ActorUnavailable,
+    ChaosCrash,
+    MessageDropped,
+    Refuse,
+    SupervisorEscalation,
+    UnhandledMessage,
+)
 from .messages import ExitReason
 
 if TYPE_CHECKING:
@@ -296,6 +303,8 @@ class Actor(pykka.ThreadingActor):
         if error is not None:
             if isinstance(error, ChaosCrash):
                 logger.info("%s %s: %s", tk.address.name, why, error)
+            elif isinstance(error, SupervisorEscalation):  # its own words say all there is to say
+                logger.warning("%s %s: %s", tk.address.name, why, error)
             else:
                 logger.error("%s %s", tk.address.name, why, exc_info=error)
             try:
