@@ -22,6 +22,9 @@ from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, bu
 
 FAST_RETRIES = RetryPolicy(base_delay=0.01, max_delay=0.05)
 
+OPEN: list[Harness] = []
+"""Harnesses not closed yet: the shell tests' conftest closes what a failing test left open."""
+
 
 class Harness:
     """One system, one store, one provider; sessions opened on demand."""
@@ -54,6 +57,8 @@ class Harness:
         self.idle_timeout = idle_timeout
         self.step_probe_after = step_probe_after
         self.inboxes: dict[str, queue.Queue[Any]] = {}
+        self.report: Any = None
+        OPEN.append(self)
 
     def open(self, session_id: str = "s1") -> Address:
         workspace = self.tmp_path / f"ws-{session_id}"
@@ -118,9 +123,14 @@ class Harness:
             return [m.message for m in store.load_messages(session_id, include_replaced=include_replaced)]
 
     def close(self) -> Any:
-        report = self.system.shutdown(timeout=20)
-        self.store.close()
-        return report
+        """Shut the system down and close the store (once; later calls return the same report)."""
+        if self in OPEN:
+            OPEN.remove(self)
+            try:
+                self.report = self.system.shutdown(timeout=20)
+            finally:
+                self.store.close()
+        return self.report
 
 
 def of(events: list[Any], kind: type) -> list[Any]:

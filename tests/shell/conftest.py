@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests._postgres import REQUIRE_ENV, PostgresUnavailable, postgres_server, with_options
+from tests.shell import _harness
 
 _schemas = itertools.count(1)
 
@@ -53,3 +54,13 @@ def postgres_schema(postgres_admin: Any) -> str:
 def postgres_store_url(postgres_url: str, postgres_schema: str) -> str:
     """A store URL whose tables go to a schema of their own."""
     return with_options(postgres_url, ("search_path", postgres_schema))
+
+
+@pytest.fixture(autouse=True)
+def _close_harnesses() -> Iterator[None]:
+    """Whatever a test does, the harnesses it opened are shut down after it."""
+    try:
+        yield
+    finally:
+        for harness in list(_harness.OPEN):
+            harness.close()
