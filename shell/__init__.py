@@ -22,7 +22,7 @@ from .events import (
     TurnStarted,
     event_to_json_dict,
 )
-from .facade import AsyncHost, AsyncSession, Host, Session, open_host
+from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
 from .host import AgentHost, HostError
 from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
 from .session import SessionActor, SessionOptions
@@ -45,6 +45,7 @@ __all__ = [
     "DoomLoopWarning",
     "FailTurn",
     "Host",
+    "HostBackend",
     "HostError",
     "NoCredentials",
     "OAuthCredential",

@@ -28,7 +28,7 @@ import msgspec
 
 from sampler.retry import RetryPolicy
 
-from ._ray.settings import ClusterSettings
+from ._cluster_settings import ClusterSettings
 from ._secrets import redact
 
 __all__ = [

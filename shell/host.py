@@ -14,16 +14,18 @@ from typing import Any
 import msgspec
 
 from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
-from sampler import SamplerSettings, ToolSpec
+from sampler import Message, SamplerSettings, ToolSpec
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
 from ._gate import TurnGate
+from ._protocol import GetHistory
 from .chat_state import ChatStateOptions, write_to_store
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
 from .session import SessionOptions, SessionRuntime
+from .session_path import SessionPath
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
 
@@ -118,14 +120,17 @@ class AgentHost:
         """Start a new session in ``workspace`` and return its address (the session's mailbox)."""
         self._check_open()
         session_id = session_id or uuid.uuid4().hex[:12]
+        self._path(session_id)
         path = Path(workspace).resolve()
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
         return self._activate(session_id, path)
 
     def resume(self, session_id: str) -> Address:
-        """The address of a stored session, started from the store if it is not running."""
+        """The address of a stored session, started from the store if it is not running. Raises
+        :class:`HostError` for a session the store does not have or one that was closed."""
         self._check_open()
+        self._path(session_id)
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None:
@@ -134,6 +139,8 @@ class AgentHost:
             record = self.store.get_session(session_id)
         except SessionNotFound as exc:
             raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
+        if record.status == "closed":
+            raise HostError(f"session {session_id!r} is closed: it takes no more prompts")
         return self._activate(session_id, Path(record.workspace))
 
     def list_sessions(self) -> list[SessionRecord]:
@@ -144,6 +151,20 @@ class AgentHost:
         """The ids of sessions whose subtree is running now (not passivated)."""
         with self._lock:
             return [sid for sid, s in self._sessions.items() if s.active]
+
+    def history(self, session_id: str, *, include_replaced: bool = False) -> tuple[Message, ...]:
+        """The session's history as its model sees it now (with ``include_replaced``, every stored
+        message, those a compaction replaced included); the session is started if it was passivated.
+        Raises :class:`HostError` for a session the host does not have open."""
+        self._check_open()
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise HostError(f"session {session_id!r} is not open in this host")
+        self._start_subtree(session)
+        chat = self.system.address(self._path(session_id).member("chat_state"))
+        history: tuple[Message, ...] = chat.ask(GetHistory(include_replaced))
+        return history
 
     def describe(self, session_id: str) -> str:
         """A one-line account of what the session is doing now (its turn's phase, the sampler's steps),
@@ -211,11 +232,14 @@ class AgentHost:
         if self._closed.is_set():
             raise HostError("the host has shut down")
 
-    def _name(self, session_id: str) -> str:
-        return f"session/{session_id}"
+    def _path(self, session_id: str) -> SessionPath:
+        try:
+            return SessionPath(session_id, self.supervisor.name)
+        except ValueError as exc:
+            raise HostError(str(exc)) from None
 
     def _address(self, session_id: str) -> Address:
-        return self.system.address(f"{self.supervisor.name}/{self._name(session_id)}/session")
+        return self.system.address(self._path(session_id).member("session"))
 
     def _activate(self, session_id: str, workspace: Path) -> Address:
         with self._lock:
@@ -284,7 +308,7 @@ class AgentHost:
             if session.active:
                 return
             session.runtime.closing = False
-            spec = session_spec(self._name(session.record_id), session.parts, session.runtime)
+            spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
 
@@ -294,7 +318,7 @@ class AgentHost:
                 return
             session.runtime.closing = True
             try:
-                self.system.stop(self._name(session.record_id), parent=self.supervisor)
+                self.system.stop(self._path(session.record_id).child_name, parent=self.supervisor)
             finally:
                 session.active = False
             self._write_kept(session)

@@ -100,6 +100,7 @@ from shell import (
     CredentialRefreshError,
     DoomLoopWarning,
     Host,
+    HostBackend,
     HostError,
     NoCredentials,
     OAuthCredential,
@@ -127,7 +128,7 @@ from shell import (
     open_host,
     open_store,
 )
-from shell.ray_pool import (
+from shell.cluster import (
     ClusterSettings,
     ClusterUnavailable,
     PoolError,
@@ -135,6 +136,7 @@ from shell.ray_pool import (
     ReplicaError,
     ReplicaUnavailable,
     connect,
+    open_pool_host,
 )
 from shell.store import (
     CompactionRejected,
@@ -173,10 +175,12 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "AsyncSession",
     "ClusterSettings",
     "Host",
+    "HostBackend",
     "PoolHost",
     "Session",
     "connect",
     "open_host",
+    "open_pool_host",
     # what a session's mailbox takes
     "Cancel",
     "PermissionDecision",

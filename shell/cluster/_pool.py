@@ -4,7 +4,6 @@ their events back, and moving the sessions of a replica that died."""
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import uuid
@@ -18,19 +17,19 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from actors import Address
 from sampler import Message
 from tool_bridge.permissions import PermissionDecision
 
 from .. import events as ev
+from .._cluster_settings import ClusterSettings
+from .._subscribers import publish
 from ..config import Settings
 from ..host import HostError
 from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from ..store import SessionClosed, SessionExists, SessionNotFound, SessionRecord, StoreBusy, StoreError
-from . import wire
-from .errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable
-from .handle import ReplicaGone, ReplicaHandle, ReplicaUnreachable
-from .settings import ClusterSettings
+from . import _wire as wire
+from ._errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable
+from ._handle import ReplicaGone, ReplicaHandle, ReplicaUnreachable
 
 __all__ = ["HostPool", "PoolAddress", "ReplicaStatus"]
 
@@ -344,7 +343,7 @@ class HostPool:
 
     def _start_on_ray(self) -> list[ReplicaHandle]:
         try:
-            from . import cluster as ray_cluster
+            from . import _ray as ray_cluster
         except ImportError as exc:
             raise ClusterUnavailable(
                 f"a host pool runs on Ray, which cannot be imported ({exc}): pip install 'turnkeep[ray]'"
@@ -381,7 +380,7 @@ class HostPool:
         for handle in handles:
             handle.stop()
         if self._owns_ray:
-            from . import cluster as ray_cluster
+            from . import _ray as ray_cluster
 
             self._owns_ray = False
             ray_cluster.leave()
@@ -602,16 +601,7 @@ class HostPool:
                 placed.pending.pop(event.turn, None)
                 self._lock.notify_all()
             subscribers = list(placed.subscribers)
-        for subscriber in subscribers:
-            try:
-                if isinstance(subscriber, Address | PoolAddress):
-                    subscriber.tell(event)
-                elif isinstance(subscriber, queue.Queue):
-                    subscriber.put_nowait(event)
-                else:
-                    subscriber(event)
-            except Exception:
-                logger.exception("session %s: a subscriber failed", placed.id)
+        publish(subscribers, event, session_id=placed.id)
 
     def _poll_loop(self, slot: _Slot) -> None:
         while not self._closed.is_set() and not slot.gone:
