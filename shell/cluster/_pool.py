@@ -1,5 +1,10 @@
 """The pool, on the driver's side: placing sessions on replicas, routing their mailbox messages, streaming
-their events back, and moving the sessions of a replica that died."""
+their events back, and moving the sessions of a replica that died.
+
+It stays one module because it is one invariant: which replica holds which session, which turns are
+acknowledged and not yet ended, and which events were delivered all live under one condition variable, and
+placement, routing, recovery and delivery each read and change all of them. Split by job, every part would
+need the others' private state."""
 
 from __future__ import annotations
 
