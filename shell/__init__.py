@@ -1,7 +1,9 @@
 """turnkeep's session layer: sessions whose turns always converge and lose nothing, the host that runs
-many of them, its facades, the store and the configuration."""
+many of them, its façades, the store and the configuration.
 
-from .bridge import CompactAndResubmit, FailTurn, RecoveryAction, RecoveryBridge, RefreshAuthAndResubmit
+This door lists what embedding apps use; the parts a session is built from (the actors, the turn machine,
+the recovery bridge) are in their own modules. :mod:`turnkeep` is the product's public face."""
+
 from .config import ConfigError, Settings, load_settings
 from .credentials import CredentialProvider, CredentialRefreshError, NoCredentials, OAuthCredential, StaticKey
 from .events import (
@@ -25,8 +27,7 @@ from .events import (
 from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
 from .host import AgentHost, HostError
 from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
-from .session import SessionActor, SessionOptions
-from .session_tree import SessionChaos, SessionParts, session_spec
+from .session_tree import SessionChaos
 from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
 
 __all__ = [
@@ -36,14 +37,12 @@ __all__ = [
     "AsyncSession",
     "AuthRefreshed",
     "Cancel",
-    "CompactAndResubmit",
     "CompactionFinished",
     "CompactionStarted",
     "ConfigError",
     "CredentialProvider",
     "CredentialRefreshError",
     "DoomLoopWarning",
-    "FailTurn",
     "Host",
     "HostBackend",
     "HostError",
@@ -51,16 +50,10 @@ __all__ = [
     "OAuthCredential",
     "PermissionDecision",
     "ProjectionFallback",
-    "RecoveryAction",
-    "RecoveryBridge",
-    "RefreshAuthAndResubmit",
     "Retrying",
     "Session",
-    "SessionActor",
     "SessionChaos",
     "SessionEvent",
-    "SessionOptions",
-    "SessionParts",
     "SessionRecord",
     "SessionStore",
     "Settings",
@@ -81,5 +74,4 @@ __all__ = [
     "load_settings",
     "open_host",
     "open_store",
-    "session_spec",
 ]
