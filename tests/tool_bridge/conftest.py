@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from actors import Actor, ActorSystem, Address, ChaosPolicy, ChildSpec, handles
+from tests._waiting import wait_until
 from tool_bridge import (
     AbortTools,
     PermissionDecision,
@@ -109,14 +110,13 @@ def call(call_id: str, name: str, **arguments: Any) -> ToolInvocation:
     return ToolInvocation(call_id, name, json.dumps(arguments))
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Whether ``predicate`` became true within ``timeout`` seconds (checked every few milliseconds)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+async def wait_for_output(path: Path, timeout: float = 5.0) -> str:
+    """What a process under test wrote to ``path``, once it wrote a whole line; fails the test after
+    ``timeout`` seconds (of real time: processes do not follow a virtual clock)."""
+    with trio.fail_after(timeout):
+        while not (path.exists() and path.read_text().endswith("\n")):
+            await trio.sleep(0.005)
+    return path.read_text()
 
 
 def read_pid(path: Path, timeout: float = 5.0) -> int:

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from actors import ChaosPolicy, ChaosVerdict, DeadLetter, WhichChildren
+from tests._waiting import wait_until
 from tool_bridge import (
     PermissionPolicy,
     PermissionRequested,
@@ -28,7 +29,7 @@ from tool_bridge import (
     process_group_alive,
 )
 
-from .conftest import MakeRig, call, read_pid, wait_until
+from .conftest import MakeRig, call, read_pid
 
 
 class Meet(msgspec.Struct, frozen=True):
