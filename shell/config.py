@@ -29,6 +29,7 @@ import msgspec
 from sampler.retry import RetryPolicy
 
 from ._cluster_settings import ClusterSettings
+from ._gate_settings import ProviderLimits
 from ._secrets import redact
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
+    "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "Settings",
@@ -172,6 +174,8 @@ class ProviderSettings(_Section, frozen=True):
     oauth_token_url: str | None = None
     refresh_token_env: str | None = None
     """The name of the environment variable holding an OAuth refresh token."""
+    limits: ProviderLimits = msgspec.field(default_factory=ProviderLimits)
+    """``[provider.limits]``: the host-wide gate every request to this provider passes through."""
 
     def __post_init__(self) -> None:
         for key in ("base_url", "oauth_token_url"):
@@ -427,7 +431,7 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 _PATH_SUFFIX = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
-_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+): (?P<problem>.*)$", re.DOTALL)
+_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+(?:\.[a-z_]+)+): (?P<problem>.*)$", re.DOTALL)
 
 
 def _explain(text: str) -> tuple[str, str]:
@@ -512,6 +516,18 @@ def _parse(raw: str, field_type: Any) -> Any:
         return _parse(raw, field_type)
     if origin in (tuple, list):
         return [_parse(item, args[0]) for item in text.split(",") if item.strip()]
+    if isinstance(field_type, type) and issubclass(field_type, msgspec.Struct):
+        # A table inside a section, such as [provider.limits]: name=value pairs, each parsed by its type.
+        keys = {field.encode_name: field.type for field in msgspec.structs.fields(field_type)}
+        table: dict[str, Any] = {}
+        for item in (item for item in text.split(",") if item.strip()):
+            name, sep, value = (part.strip() for part in item.partition("="))
+            if not sep or name not in keys:
+                raise ValueError(
+                    f"expected name=value pairs with names among {sorted(keys)}, got {item.strip()!r}"
+                )
+            table[name] = _parse(value, keys[name])
+        return table
     if origin is dict:
         pairs = {}
         for item in (item for item in text.split(",") if item.strip()):

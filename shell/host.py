@@ -15,9 +15,11 @@ import msgspec
 
 from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, SamplerSettings, ToolSpec
+from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
 from ._gate import TurnGate
+from ._gate_settings import PRIORITIES, Priority
 from ._protocol import GetHistory
 from .chat_state import ChatStateOptions, write_to_store
 from .config import Settings
@@ -111,22 +113,41 @@ class AgentHost:
         self.supervisor = self.system.spawn(
             ChildSpec("host", lambda: Supervisor(intensity=HOST_INTENSITY), shutdown_timeout=60.0)
         )
+        limits = settings.provider.limits
+        self.provider_gate: Address | None = (
+            self.system.spawn(
+                ChildSpec(
+                    "provider_gate",
+                    lambda: ProviderGate(limits.gate_limits()),
+                    chaos=self._chaos.provider_gate,
+                ),
+                parent=self.supervisor,
+            )
+            if limits.enabled
+            else None
+        )
+        """The gate every session's model requests pass through (None when ``provider.limits.enabled`` is
+        false)."""
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
     # -- sessions ------------------------------------------------------------------------------------
 
-    def open(self, workspace: str | Path, *, session_id: str | None = None) -> Address:
-        """Start a new session in ``workspace`` and return its address (the session's mailbox)."""
+    def open(
+        self, workspace: str | Path, *, session_id: str | None = None, priority: Priority = "interactive"
+    ) -> Address:
+        """Start a new session in ``workspace`` and return its address (the session's mailbox).
+        ``priority`` is its place at the provider gate: ``interactive`` requests go before
+        ``background`` ones, which still progress as they wait."""
         self._check_open()
         session_id = session_id or uuid.uuid4().hex[:12]
         self._path(session_id)
         path = Path(workspace).resolve()
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
-        return self._activate(session_id, path)
+        return self._activate(session_id, path, priority)
 
-    def resume(self, session_id: str) -> Address:
+    def resume(self, session_id: str, *, priority: Priority = "interactive") -> Address:
         """The address of a stored session, started from the store if it is not running. Raises
         :class:`HostError` for a session the store does not have or one that was closed."""
         self._check_open()
@@ -141,7 +162,7 @@ class AgentHost:
             raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
         if record.status == "closed":
             raise HostError(f"session {session_id!r} is closed: it takes no more prompts")
-        return self._activate(session_id, Path(record.workspace))
+        return self._activate(session_id, Path(record.workspace), priority)
 
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""
@@ -174,6 +195,14 @@ class AgentHost:
         if session is None:
             return f"session {session_id!r} is not open in this host"
         return ("active; " if session.active else "passivated; ") + session.runtime.describe()
+
+    def describe_gate(self) -> str:
+        """A one-line account of the provider gate: requests in flight, waiting by priority, cool-down and
+        budgets left."""
+        if self.provider_gate is None:
+            return "provider gate: disabled"
+        snapshot = self.provider_gate.ask(GetGateStatus())
+        return str(snapshot.describe())
 
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
@@ -241,18 +270,27 @@ class AgentHost:
     def _address(self, session_id: str) -> Address:
         return self.system.address(self._path(session_id).member("session"))
 
-    def _activate(self, session_id: str, workspace: Path) -> Address:
+    def _activate(self, session_id: str, workspace: Path, priority: Priority) -> Address:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self._sessions[session_id] = self._build(session_id, workspace)
+                session = self._sessions[session_id] = self._build(session_id, workspace, priority)
         self._start_subtree(session)
         address = self._address(session_id)
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path) -> _Session:
+    def _build(self, session_id: str, workspace: Path, priority: Priority) -> _Session:
         s = self.settings
+        gate = None
+        if self.provider_gate is not None:
+            gate = GateClient(
+                self.provider_gate,
+                session=session_id,
+                priority=PRIORITIES[priority],
+                max_wait=s.provider.limits.max_wait,
+                queued_after=s.provider.limits.queued_after,
+            )
         options = SessionOptions(
             session_id,
             s.provider.model,
@@ -292,6 +330,7 @@ class AgentHost:
             ),
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
+            gate=gate,
         )
         return _Session(
             session_id, workspace, session_runtime(parts, self.gate, self._shared(registry)), parts

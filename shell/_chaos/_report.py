@@ -174,7 +174,7 @@ def _build_report(
         if turn.plan.cancel is not None and turn.number is not None:
             cancels[turn.cancel or "turn ended first"] += 1
     compactions = sum(t.compactions_ok for t in turns)
-    watched = (*MEMBERS, "session_supervisor")
+    watched = (*MEMBERS, "session_supervisor", "provider_gate")
     crashes = {kind: tally.injected[kind] for kind in watched if tally.injected[kind]}
     # Tool actors are the only other actors with a chaos policy, and they are not watched.
     crashes["tool actor"] = runtime.get("chaos_crashes", 0) - sum(tally.injected.values())

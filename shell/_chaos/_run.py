@@ -132,7 +132,9 @@ def chaos_run(
                 restart_wait=system.restart_wait,
             )
             policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
-            chaos = SessionChaos(session=policy, chat_state=policy, sampler=policy, tools=policy)
+            chaos = SessionChaos(
+                session=policy, chat_state=policy, sampler=policy, tools=policy, provider_gate=policy
+            )
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
@@ -147,6 +149,8 @@ def chaos_run(
                     chaos=chaos,
                     system=system,
                 )
+                if host.provider_gate is not None:
+                    system.watch(host.provider_gate, watcher)
                 limits = _Limits(
                     bound,
                     start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,

@@ -78,10 +78,12 @@ class _Watcher(Actor):
 
 def _actor_kind(address: str) -> str:
     """``session``, ``chat_state``, ``sampler``, ``tools``, ``tool actor`` or ``session_supervisor`` for an
-    address inside a session subtree (``host/session/<id>/...``); the first component otherwise."""
+    address inside a session subtree (``host/session/<id>/...``), ``provider_gate`` for the host's gate; the
+    first component otherwise."""
     found = SessionPath.parse(address)
     if found is None:
-        return address.split("/")[0]
+        parts = address.split("/")
+        return "provider_gate" if parts[-1] == "provider_gate" else parts[0]
     below = found[1]
     if not below:
         return "session_supervisor"
