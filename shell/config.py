@@ -30,6 +30,7 @@ from sampler.retry import RetryPolicy
 
 from ._cluster_settings import ClusterSettings
 from ._secrets import redact
+from ._tool_settings import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
     "ClusterSettings",
@@ -43,6 +44,8 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
+    "ToolEnvSettings",
+    "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
     "load_settings",
@@ -268,6 +271,10 @@ class ToolSettings(_Section, frozen=True):
     permission_timeout: float = 60.0
     output_cap: int = 30000
     """Characters of a tool's output shown to the model."""
+    env: ToolEnvSettings = msgspec.field(default_factory=ToolEnvSettings)
+    """``[tools.env]``: what ``shell`` commands see of the host's environment."""
+    sandbox: ToolSandboxSettings = msgspec.field(default_factory=ToolSandboxSettings)
+    """``[tools.sandbox]``: whether ``shell`` commands run in the bubblewrap sandbox."""
 
     def __post_init__(self) -> None:
         for key in ("allow", "deny", "ask"):
@@ -427,7 +434,7 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 _PATH_SUFFIX = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
-_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+): (?P<problem>.*)$", re.DOTALL)
+_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+(?:\.[a-z_]+)+): (?P<problem>.*)$", re.DOTALL)
 
 
 def _explain(text: str) -> tuple[str, str]:
