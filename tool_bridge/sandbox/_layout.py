@@ -61,7 +61,7 @@ _BASE = (
 @dataclass(frozen=True, slots=True)
 class Hidden:
     """A path to hide, as it really is (``path`` absolute, without symlinks): a directory is covered by an
-    empty one, a file by an empty file."""
+    empty one, a file by a device node the sandbox may not open (reading it fails: permission denied)."""
 
     path: str
     is_dir: bool
@@ -86,7 +86,7 @@ def sandbox_argv(
     """The argv running ``command`` in a bubblewrap sandbox.
 
     Inside: the whole filesystem read-only, ``workspace`` (a real absolute path) read-write and the working
-    directory, `PRIVATE_DIRS` empty and private, each of ``hidden`` replaced by an empty directory or file
+    directory, `PRIVATE_DIRS` empty and private, each of ``hidden`` replaced by an empty directory or an unreadable file
     (a hidden path containing the workspace hides everything in it but the workspace; the workspace itself
     and ``/`` cannot be hidden and are skipped), fresh ``/dev`` and ``/proc``, its own PID, IPC, UTS and
     user namespaces, no capabilities, and no network (its own empty network namespace) unless
