@@ -85,12 +85,12 @@ def sandbox_argv(
 ) -> list[str]:
     """The argv running ``command`` in a bubblewrap sandbox.
 
-    Inside: the whole filesystem read-only, ``workspace`` (a real absolute path) read-write and the working
-    directory, `PRIVATE_DIRS` empty and private, each of ``hidden`` replaced by an empty directory or an
-    unreadable file (a hidden path containing the workspace hides everything in it but the workspace;
-    the workspace itself and ``/`` cannot be hidden and are skipped), fresh ``/dev`` and ``/proc``, its own PID, IPC, UTS and
-    user namespaces, no capabilities, and no network (its own empty network namespace) unless
-    ``network``.  The command gets SIGTERM as it would outside the sandbox.
+    Inside: the whole filesystem read-only; ``workspace`` (a real absolute path) read-write and the
+    working directory; `PRIVATE_DIRS` empty and private; each of ``hidden`` replaced by an empty
+    directory or an unreadable file (a hidden path containing the workspace hides all of it but the
+    workspace; the workspace itself and ``/`` cannot be hidden and are skipped); fresh ``/dev`` and
+    ``/proc``; its own PID, IPC, UTS and user namespaces; no capabilities; and no network (an empty
+    network namespace of its own) unless ``network``.  The command gets SIGTERM as it would outside.
     """
     workspace = os.path.normpath(workspace)
     wanted = {h.path: h for h in hidden if h.path not in ("/", workspace) and os.path.isabs(h.path)}
