@@ -18,6 +18,7 @@ from tool_bridge import (
     Sandbox,
     SandboxProbe,
     describe_env_policy,
+    is_secret_name,
     probe_sandbox,
     tool_environment,
 )
@@ -139,10 +140,14 @@ def watch_host_secrets(
     """Make every secret the host holds known to :data:`shell._secrets.KNOWN_SECRETS`, so that tool output,
     events, the store and the logs never show it: the values of the credential variables (named after
     them), the credential the provider uses now and after each refresh, and an OAuth refresh token
-    (also after rotation). Close the returned watches when the host stops."""
+    (also after rotation), and the values of the other variables named like credentials (``*TOKEN*``...)
+    that look like tokens (one word, not a path). Close the returned watches when the host stops."""
     provider = settings.provider
     for name in credential_variables(settings):
         KNOWN_SECRETS.add(name, environ.get(name))
+    for name, value in environ.items():
+        if is_secret_name(name) and _looks_like_a_token(value):
+            KNOWN_SECRETS.add(name, value)
     label = provider.api_key_env or ("OAUTH_ACCESS_TOKEN" if provider.oauth_token_url else "API_KEY")
     watches = [KNOWN_SECRETS.watch(label, credentials.current)]
     refresh_token = getattr(credentials, "refresh_token", None)
@@ -151,3 +156,10 @@ def watch_host_secrets(
             KNOWN_SECRETS.watch(provider.refresh_token_env or "OAUTH_REFRESH_TOKEN", refresh_token)
         )
     return watches
+
+
+def _looks_like_a_token(value: str) -> bool:
+    # A path (SSH_KEY_PATH=/home/u/.ssh/id) or a sentence is not a credential, and redacting it everywhere
+    # would mangle ordinary output.
+    value = value.strip()
+    return bool(value) and not value.startswith(("/", "~", ".")) and not any(c.isspace() for c in value)
