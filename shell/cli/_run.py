@@ -21,7 +21,7 @@ def run(options: argparse.Namespace) -> int:
     """Run one turn; 0 completed, 1 failed, 130 cancelled by Ctrl-C.
 
     Tools that would be asked about are denied unless ``--allow``-ed. Which sandbox and environment policy
-    the ``shell`` tool runs with is said once on stderr before the turn. Raises
+    the ``shell`` tool runs with is said once on stderr before the turn (after the session is found). Raises
     :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
     settings = settings_from(options)
@@ -29,9 +29,9 @@ def run(options: argparse.Namespace) -> int:
     interrupts = Interrupts()
     with interrupts.counting():
         host = open_host(settings, options, interactive=False)
-        sys.stderr.write(f"[{host.agent_host.tool_isolation.describe()}]\n")
         try:
             session = open_session(host, options)
+            sys.stderr.write(f"[{host.agent_host.tool_isolation.describe()}]\n")
             terminal = drive_turn(session, options.prompt, view, interrupts)
             if terminal is not None and not options.json:
                 sys.stderr.write(f"[session {session.id}]\n")
