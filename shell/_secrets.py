@@ -102,6 +102,10 @@ class KnownSecrets:
                 self.add(registration.name, value)
         return self._ordered
 
+    def __bool__(self) -> bool:
+        """Whether any secret is known or watched."""
+        return bool(self._values or self._watches)
+
     def names(self) -> list[str]:
         """The names of the known secrets, sorted (never a value)."""
         self._refresh()
@@ -131,11 +135,17 @@ def redact_known(text: str) -> str:
 
 def redact_known_struct(value: T) -> T:
     """``value`` (a msgspec struct, an event say) itself when no known secret occurs in it, else a copy of
-    the same type with every string redacted by :func:`redact_known`."""
-    if not KNOWN_SECRETS.occurs_in(msgspec.json.encode(value)):
+    the same type with every string redacted by :func:`redact_known`. A value that cannot be encoded as
+    JSON (not an event) is returned as it is."""
+    if not KNOWN_SECRETS:
         return value
-    cleaned = _known_tree(msgspec.to_builtins(value))
-    return msgspec.convert(cleaned, type(value))
+    try:
+        if not KNOWN_SECRETS.occurs_in(msgspec.json.encode(value)):
+            return value
+        cleaned = _known_tree(msgspec.to_builtins(value))
+        return msgspec.convert(cleaned, type(value))
+    except (TypeError, msgspec.EncodeError, msgspec.ValidationError):
+        return value
 
 
 def _known_tree(value: Any) -> Any:

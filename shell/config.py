@@ -6,7 +6,8 @@ malformed TOML — is refused by :func:`load_settings` with a :class:`ConfigErro
 path (``loop_control.max_steps_per_turn``), so a mistake shows at start, not in the middle of a turn.
 
 The environment variable for a setting is ``TURNKEEP_<SECTION>__<KEY>``, upper case, with a double
-underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=5``. Its value is parsed by
+underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=5``; a key of a nested
+table adds its own: ``TURNKEEP_TOOLS__SANDBOX__MODE=off`` for ``[tools.sandbox] mode``. Its value is parsed by
 the setting's type: a whole number, a decimal number, ``true``/``false`` (also ``1``/``0``, ``yes``/``no``,
 ``on``/``off``), text; a list as comma-separated items; a table as comma-separated ``name=value`` pairs; an
 empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_ATTEMPTS_PER_STEP`` sets
@@ -395,8 +396,11 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
     overrides = _env_overrides(env)
     for (section, key), (_, value) in overrides.items():
         table = raw.setdefault(section, {})
+        *tables, last = key.split(".")
+        for name in tables:
+            table = table.setdefault(name, {}) if isinstance(table, dict) else table
         if isinstance(table, dict):
-            table[key] = value
+            table[last] = value
     try:
         return msgspec.convert(raw, Settings)
     except msgspec.ValidationError as error:
@@ -462,7 +466,7 @@ def _choices(dotted: str) -> str | None:
     section, _, key = dotted.partition(".")
     if section not in _SECTIONS:
         return None
-    field_type = next((f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key), None)
+    field_type = _field_type(_SECTIONS[section], key)
     if get_origin(field_type) is not Literal:
         return None
     return ", ".join(repr(choice) for choice in get_args(field_type))
@@ -487,8 +491,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
                 )
             if section not in _SECTIONS:
                 raise ConfigError(f"unknown setting {variable}: no section {section!r}", key=section)
-            fields = {field.name: field for field in msgspec.structs.fields(_SECTIONS[section])}
-            if key not in fields:
+            key = key.replace("__", ".")
+            if _field_type(_SECTIONS[section], key) is None:
                 raise ConfigError(
                     f"unknown setting {variable}: no key {section}.{key}", key=f"{section}.{key}"
                 )
@@ -497,7 +501,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
             raise ConfigError(
                 f"{section}.{key} is set by both {other} and {variable}", key=f"{section}.{key}"
             )
-        field_type = next(f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key)
+        field_type = _field_type(_SECTIONS[section], key)
         try:
             value = _parse(raw, field_type)
         except ValueError as error:
@@ -506,6 +510,19 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
             ) from None
         overrides[section, key] = (variable, value)
     return overrides
+
+
+def _field_type(table: type[msgspec.Struct], key: str) -> Any:
+    """The type of the setting ``key`` of ``table``, dotted into nested tables (``sandbox.mode`` of
+    ``tools``), or None when there is no such setting."""
+    name, _, rest = key.partition(".")
+    field = next((f for f in msgspec.structs.fields(table) if f.encode_name == name), None)
+    if field is None or not rest:
+        return None if field is None else field.type
+    nested = field.type
+    return (
+        _field_type(nested, rest) if isinstance(nested, type) and issubclass(nested, msgspec.Struct) else None
+    )
 
 
 def _parse(raw: str, field_type: Any) -> Any:

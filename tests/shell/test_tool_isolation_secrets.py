@@ -95,6 +95,13 @@ def test_an_event_holding_a_known_secret_is_copied_with_it_redacted_and_a_clean_
     )
 
 
+def test_a_value_that_is_not_an_event_is_passed_on_as_it_is() -> None:
+    KNOWN_SECRETS.add("TEST_ODD_KEY", "odd-secret-value-1234")
+    odd = object()
+    assert redact_known_struct(odd) is odd
+    assert redact_known_struct("odd-secret-value-1234") == "[redacted:TEST_ODD_KEY]"
+
+
 def test_the_store_file_never_holds_a_known_secret(tmp_path: Path) -> None:
     KNOWN_SECRETS.add("TEST_STORE_KEY", "stored-secret-value-7781")
     path = tmp_path / "s.db"

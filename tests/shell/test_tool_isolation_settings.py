@@ -130,3 +130,35 @@ def test_turnkeep_run_says_once_which_sandbox_and_environment_policy_are_in_forc
         "[tools: sandbox: off (shell commands run unconfined); environment: core variables only minus "
         "credentials (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*)]"
     ]
+
+
+def test_the_nested_tables_are_set_by_variables_too() -> None:
+    tools = load_settings(
+        environ={
+            "TURNKEEP_TOOLS__SANDBOX__MODE": "off",
+            "TURNKEEP_TOOLS__SANDBOX__NETWORK": "yes",
+            "TURNKEEP_TOOLS__ENV__INHERIT": "none",
+            "TURNKEEP_TOOLS__ENV__EXCLUDE": "AWS_*, GCP_*",
+            "TURNKEEP_TOOLS__ENV__SET": "CI=1,LANG=C",
+        }
+    ).tools
+    assert (tools.sandbox.mode, tools.sandbox.network) == ("off", True)
+    assert tools.env.policy() == EnvPolicy("none", ("AWS_*", "GCP_*"), (), {"CI": "1", "LANG": "C"})
+
+
+@pytest.mark.parametrize(
+    ("environ", "key", "words"),
+    [
+        ({"TURNKEEP_TOOLS__SANDBOX__MODE": "maybe"}, "tools.sandbox.mode", "expected one of 'auto'"),
+        ({"TURNKEEP_TOOLS__SANDBOX__NOPE": "1"}, "tools.sandbox.nope", "no key tools.sandbox.nope"),
+        ({"TURNKEEP_TOOLS__SHELL_TIMEOUT__X": "1"}, "tools.shell_timeout.x", "no key"),
+        ({"TURNKEEP_TOOLS__SANDBOX": "off"}, "tools.sandbox", "expected table"),
+        ({"TURNKEEP_TOOLS__ENV__INCLUDE_ONLY": "A B"}, "tools.env.include_only", "globs"),
+    ],
+)
+def test_a_wrong_variable_for_a_nested_table_is_refused_naming_the_key(
+    environ: dict[str, str], key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ=environ)
+    assert caught.value.key == key and words in str(caught.value)
