@@ -1,18 +1,15 @@
-"""``[tools.env]`` and ``[tools.sandbox]``: read and checked with the rest of the configuration, turned by a
-host into the environment and the sandbox of its shell commands, and said once by ``turnkeep run``."""
+"""``[tools.env]`` and ``[tools.sandbox]``: read and checked with the rest of the configuration (file and
+variables), and turned by a host into the environment and the sandbox of its shell commands."""
 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import pytest
 
-from sampler.fake import FinalAnswer, Script, ToolStep
 from shell._tool_settings import SERVE_TOKEN_ENV, tool_isolation
 from shell.config import ConfigError, Settings, load_settings
-from tests.shell.test_cli import KEY_VAR, serving, turnkeep
 from tool_bridge import EnvPolicy, SandboxProbe
 
 UNUSABLE = SandboxProbe(False, None, "bwrap is not installed")
@@ -100,36 +97,6 @@ def test_auto_without_a_sandbox_warns_once_at_start_and_says_so_in_its_descripti
     line = isolation.describe()
     assert line.startswith("tools: sandbox: none, shell commands run unconfined: bwrap is not installed")
     assert "environment: the host's environment minus credentials" in line
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is for Linux")
-def test_turnkeep_run_says_once_which_sandbox_and_environment_policy_are_in_force(tmp_path: Path) -> None:
-    script = Script.task([ToolStep([("shell", {"command": "echo from-the-shell"})]), FinalAnswer("ok")])
-    config = tmp_path / "tk.toml"
-    config.write_text('[tools.sandbox]\nmode = "off"\n[tools.env]\ninherit = "core"\n')
-    with serving(script) as provider:
-        result = turnkeep(
-            "run",
-            "--config",
-            str(config),
-            "--base-url",
-            provider.base_url,
-            "--api-key-env",
-            KEY_VAR,
-            "--store",
-            str(tmp_path / "s.db"),
-            "--workspace",
-            str(tmp_path / "ws"),
-            "--allow",
-            "shell",
-            "run it",
-        )
-    assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("[tools: ")]
-    assert lines == [
-        "[tools: sandbox: off (shell commands run unconfined); environment: core variables only minus "
-        "credentials (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*, *CREDENTIAL*)]"
-    ]
 
 
 def test_the_nested_tables_are_set_by_variables_too() -> None:
