@@ -24,8 +24,6 @@ from tool_bridge.results import ToolOutcome, ToolStatus
 from tool_bridge.sandbox import Sandbox, SandboxProbe
 from tool_bridge.tools import ToolContext, ToolLimits, run_tool
 
-HERE = Path(__file__).resolve().parent
-
 
 @pytest.fixture
 def base() -> Iterator[Path]:
@@ -62,16 +60,21 @@ async def shell(
 @pytest.mark.trio
 async def test_the_workspace_is_writable_and_the_rest_of_the_filesystem_read_only(base: Path) -> None:
     box = sandbox(usable_sandbox(), base)
-    outcome = await shell(
-        base / "ws",
-        f"echo made > made.txt && cat {base}/open/readme.txt && touch {base}/open/new.txt; "
-        f"touch {HERE}/sandbox-escape.txt",
-        box,
-    )
+    escape = Path("/etc/turnkeep-sandbox-escape.txt")
+    try:
+        outcome = await shell(
+            base / "ws",
+            f"echo made > made.txt && cat {base}/open/readme.txt && touch {base}/open/new.txt;"
+            f" touch {escape}",
+            box,
+        )
+        assert not escape.exists()
+    finally:
+        escape.unlink(missing_ok=True)
     assert (base / "ws" / "made.txt").read_text() == "made\n"
     assert "visible" in outcome.content
     assert outcome.content.count("Read-only file system") == 2, outcome.content
-    assert not (base / "open" / "new.txt").exists() and not (HERE / "sandbox-escape.txt").exists()
+    assert not (base / "open" / "new.txt").exists()
 
 
 @pytest.mark.trio
@@ -220,3 +223,21 @@ async def test_auto_without_a_working_sandbox_runs_the_command_unconfined(tmp_pa
     box = Sandbox(mode="auto", probe=SandboxProbe(False, None, "bwrap is not installed"))
     outcome = await shell(tmp_path / ".", f"cat {tmp_path}/host-file", box)
     assert (outcome.status, outcome.content) == (ToolStatus.OK, "host")
+
+
+@pytest.mark.trio
+async def test_a_hard_kill_of_a_sandboxed_call_leaves_nothing_behind(base: Path) -> None:
+    box = sandbox(usable_sandbox(), base)
+    context = ToolContext(workspace=base / "ws", call_id="c1")
+    command = "setsid sleep 27.1828 & sleep 27.1827 & touch ready; wait"
+    with trio.move_on_after(10.0) as overdue:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_tool, shell_tool(sandbox=box), ShellArgs(command=command), context)
+            while not (base / "ws" / "ready").exists():
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert not overdue.cancelled_caught
+    with trio.move_on_after(5.0):
+        while _running("27.182"):
+            await trio.sleep(0.02)
+    assert _running("27.182") == []
