@@ -94,7 +94,6 @@ class AgentHost:
     ) -> None:
         self.settings = settings
         self._credentials = credentials or credentials_from_settings(settings)
-        self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self._registry = registry or (
             lambda: builtin_registry(
                 shell_default_timeout=settings.tools.shell_timeout,
@@ -112,6 +111,7 @@ class AgentHost:
             settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
         )
         """The environment and sandbox of the built-in ``shell`` tool's commands."""
+        self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}

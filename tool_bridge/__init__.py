@@ -3,6 +3,9 @@
 Define tools (`Tool`, `tool`) in a `ToolRegistry` (the built-in ones: `builtin_registry`), decide who may run
 what with a `PermissionPolicy`, and run the model's calls with a `ToolSupervisor`: it answers every
 `RunTools` with exactly one `ToolsFinished`, one `ToolOutcome` per call, whatever the tools do.
+
+What a command started for a tool sees of the host is decided by `tool_environment` (an `EnvPolicy`,
+credentials always left out) and, for the ``shell`` tool on Linux, confined by a bubblewrap `Sandbox`.
 """
 
 from __future__ import annotations
