@@ -130,3 +130,18 @@ def test_a_missing_program_gives_an_unusable_probe_with_the_reason() -> None:
     probe = probe_sandbox("turnkeep-no-such-bwrap", fresh=True)
     assert not probe.usable and probe.bwrap is None
     assert "is not installed" in probe.reason and "apt-get install bubblewrap" in probe.reason
+
+
+def test_a_program_that_cannot_make_the_sandbox_gives_an_unusable_probe_with_its_words(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "fake-bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    probe = probe_sandbox(str(fake), fresh=True)
+    assert not probe.usable and probe.bwrap == str(fake)
+    assert (
+        probe.reason
+        == "a trial command in the sandbox failed (bwrap: No permissions to create new namespace)"
+    )
+    assert probe_sandbox(str(fake)) is probe, "the answer is remembered"

@@ -93,7 +93,7 @@ def _try(bwrap: str | None) -> SandboxProbe:
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = said[-1] if said else f"exit code {done.returncode}"
-        return SandboxProbe(False, program, f"{program} cannot make a sandbox here ({detail})")
+        return SandboxProbe(False, program, f"a trial command in the sandbox failed ({detail})")
     return SandboxProbe(True, program)
 
 
