@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, To
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
 from ._protocol import GetHistory
+from ._tool_settings import tool_isolation, watch_host_secrets
 from .chat_state import ChatStateOptions, write_to_store
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
@@ -98,6 +100,8 @@ class AgentHost:
             lambda: builtin_registry(
                 shell_default_timeout=settings.tools.shell_timeout,
                 shell_max_timeout=settings.tools.shell_max_timeout,
+                shell_env=self.tool_isolation.env,
+                shell_sandbox=self.tool_isolation.sandbox,
             )
         )
         self._permissions = permissions or (lambda: _policy_from_settings(settings))
@@ -105,6 +109,11 @@ class AgentHost:
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
         self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
+        self.tool_isolation = tool_isolation(
+            settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
+        )
+        """The environment and sandbox of the built-in ``shell`` tool's commands."""
+        self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
@@ -248,6 +257,8 @@ class AgentHost:
         for session in sessions:
             self._write_kept(session)
         self.store.close()
+        for watch in self._secret_watches:
+            watch.close()
 
     def __enter__(self) -> AgentHost:
         return self
@@ -256,6 +267,9 @@ class AgentHost:
         self.shutdown()
 
     # -- inside --------------------------------------------------------------------------------------
+
+    def _workspaces(self) -> list[Path]:
+        return [session.workspace for session in list(self._sessions.values())]
 
     def _check_open(self) -> None:
         if self._closed.is_set():

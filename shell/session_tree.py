@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from sampler.gate import GateClient
 from tool_bridge import PermissionPolicy, ToolBridgeSettings, ToolRegistry, ToolSupervisor
 
 from ._gate import TurnGate
+from ._secrets import redact_known
 from .chat_state import ChatStateActor, ChatStateOptions
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
@@ -50,6 +52,9 @@ class SessionParts:
     chaos: SessionChaos = field(default_factory=SessionChaos)
     gate: GateClient | None = None
     """The session's way through the host's provider gate (None: requests go straight out)."""
+    redact_tool_output: Callable[[str], str] | None = redact_known
+    """Applied to every tool result and echoed tool argument before the session sees it: by default the
+    process's known secrets are replaced by their markers."""
     intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(30, 5.0))
     """A session's actors restart cheaply (state lives in the store and outside the actors), so a burst of
     crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
@@ -99,6 +104,7 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
                 parts.workspace,
                 settings=parts.tools,
                 chaos_for_tools=chaos.tools,
+                redact=parts.redact_tool_output,
             ),
             shutdown_timeout=parts.tools.kill_after + 5.0,
         ),

@@ -39,7 +39,9 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
     StreamDecodeError (ValueError) a provider's stream could not be decoded
     ToolError                      a tool failed (reaches the model as an is_error result)
         WorkspaceEscapeError       a path leads out of the session's workspace
+        SandboxUnavailableError    the sandbox is required but cannot be used on this machine
     ToolDefinitionError (ValueError), ToolBridgeSettingsError (ValueError), PermissionConfigError (ValueError)
+    EnvPolicyError (ValueError)    a tool environment policy is invalid
 """
 
 from actors import (
@@ -152,11 +154,15 @@ from shell.store import (
     StoreVersionError,
 )
 from tool_bridge import (
+    EnvPolicy,
+    EnvPolicyError,
     PermissionConfigError,
     PermissionPolicy,
     PermissionRequested,
     PermissionRule,
     PreToolHook,
+    Sandbox,
+    SandboxUnavailableError,
     Tool,
     ToolBridgeSettings,
     ToolBridgeSettingsError,
@@ -268,6 +274,8 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "ToolError",
     "UnhandledMessage",
     "WorkspaceEscapeError",
+    "SandboxUnavailableError",
+    "EnvPolicyError",
     # -- tools ---------------------------------------------------------------------------------------------
     "PermissionPolicy",
     "PermissionRule",
@@ -278,6 +286,8 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "ToolRegistry",
     "builtin_registry",
     "tool",
+    "EnvPolicy",
+    "Sandbox",
     # -- the runtime ---------------------------------------------------------------------------------------
     "Actor",
     "ActorSystem",

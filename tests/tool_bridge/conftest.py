@@ -201,7 +201,8 @@ MakeRig = Callable[..., Rig]
 
 @pytest.fixture
 def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
-    """``make_rig(extra_tools=(), policy=None, settings=None, chaos=None, registry_type=ToolRegistry)``: a
+    """``make_rig(extra_tools=(), policy=None, settings=None, chaos=None, registry_type=ToolRegistry,
+    redact=None)``: a
     started rig. The default policy allows everything; the registry has the common tools, the built-in
     shell and ``extra_tools``."""
 
@@ -212,6 +213,7 @@ def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
         settings: ToolBridgeSettings | None = None,
         chaos: ChaosPolicy | None = None,
         registry_type: type[ToolRegistry] = ToolRegistry,
+        redact: Callable[[str], str] | None = None,
     ) -> Rig:
         inbox: queue.Queue[Any] = queue.Queue()
         chosen = policy or PermissionPolicy(default="allow", use_default_rules=False)
@@ -223,7 +225,9 @@ def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
         tools = system.spawn(
             ChildSpec(
                 "tools",
-                lambda: ToolSupervisor(registry, chosen, workspace, settings=settings, chaos_for_tools=chaos),
+                lambda: ToolSupervisor(
+                    registry, chosen, workspace, settings=settings, chaos_for_tools=chaos, redact=redact
+                ),
                 shutdown_timeout=15.0,
             )
         )
