@@ -126,15 +126,20 @@ class _Bucket:
 
 @dataclass
 class _Reported:
-    """A budget the provider's headers reported, counted down by the grants since."""
+    """A budget the provider's headers reported, counted down by the grants since; full again (its
+    ``limit``) once its reset time has passed."""
 
     remaining: float
     limit: float | None
     reset_at: float | None
 
-    def ready_at(self, amount: float, now: float) -> float:
+    def refill(self, now: float) -> None:
         if self.reset_at is not None and now >= self.reset_at:
-            return now
+            self.reset_at = None
+            self.remaining = math.inf if self.limit is None else self.limit
+
+    def ready_at(self, amount: float, now: float) -> float:
+        self.refill(now)
         need = amount if self.limit is None else min(amount, self.limit)
         if self.remaining >= max(need, 1):
             return now
@@ -245,8 +250,8 @@ class GateState:
             in_flight=len(self._in_flight),
             waiting=waiting,
             cool_down=max(0.0, self._cool_until - now),
-            requests_remaining=None if self._requests is None else self._requests.remaining,
-            tokens_remaining=None if self._tokens is None else self._tokens.remaining,
+            requests_remaining=_left(self._requests, now),
+            tokens_remaining=_left(self._tokens, now),
             refusals=self._refusals,
         )
 
@@ -298,13 +303,20 @@ class GateState:
                 self._refusals = 0
             if observation.retry_after is not None and observation.status == 503:
                 self._cool_until = max(self._cool_until, now + observation.retry_after)
+        # What the provider reported was counted before the requests still in flight reached it.
         if observation.requests is not None:
-            self._requests = _reported(observation.requests, now)
+            self._requests = _reported(observation.requests, len(self._in_flight), now)
         if observation.tokens is not None:
-            self._tokens = _reported(observation.tokens, now)
+            self._tokens = _reported(observation.tokens, sum(self._in_flight.values()), now)
 
 
-def _reported(budget: Budget, now: float) -> _Reported:
-    return _Reported(
-        budget.remaining, budget.limit, None if budget.reset_in is None else now + budget.reset_in
-    )
+def _reported(budget: Budget, in_flight: float, now: float) -> _Reported:
+    reset_at = None if budget.reset_in is None else now + budget.reset_in
+    return _Reported(max(0.0, budget.remaining - in_flight), budget.limit, reset_at)
+
+
+def _left(reported: _Reported | None, now: float) -> float | None:
+    if reported is None:
+        return None
+    reported.refill(now)
+    return None if math.isinf(reported.remaining) else reported.remaining

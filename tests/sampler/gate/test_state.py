@@ -133,3 +133,22 @@ def test_limits_refuse_values_that_cannot_be_limits() -> None:
         GateLimits(requests_per_minute=-1)
     with pytest.raises(ValueError, match="aging"):
         GateLimits(aging=0)
+
+
+def test_after_its_reset_a_header_budget_is_full_again_and_counted_down_not_unlimited() -> None:
+    state = GateState()
+    state.release("seen", Observation(200, requests=Budget(2, 0, 1.0)), 0.0)
+    for n in range(4):
+        state.enqueue(f"r{n}", f"s{n}", 0, 1, 0.0)
+    assert leases(state, 0.5) == []
+    assert leases(state, 1.0) == ["r0", "r1"]
+    assert state.snapshot(1.0).requests_remaining == 0
+
+
+def test_a_reported_budget_is_lowered_by_the_requests_still_in_flight() -> None:
+    state = GateState()
+    for n in range(3):
+        state.enqueue(f"r{n}", f"s{n}", 0, 1, 0.0)
+    assert len(leases(state, 0.0)) == 3
+    state.release("r0", Observation(200, requests=Budget(10, 5, 60.0)), 0.1)
+    assert state.snapshot(0.1).requests_remaining == 3
