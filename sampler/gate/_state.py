@@ -127,16 +127,18 @@ class _Bucket:
 @dataclass
 class _Reported:
     """A budget the provider's headers reported, counted down by the grants since; full again (its
-    ``limit``) once its reset time has passed."""
+    ``limit``) once its reset time has passed, and again every ``period`` (the reset's distance when it
+    was reported) until the provider says more."""
 
     remaining: float
     limit: float | None
     reset_at: float | None
+    period: float | None
 
     def refill(self, now: float) -> None:
         if self.reset_at is not None and now >= self.reset_at:
-            self.reset_at = None
             self.remaining = math.inf if self.limit is None else self.limit
+            self.reset_at = None if not self.period else now + self.period
 
     def ready_at(self, amount: float, now: float) -> float:
         self.refill(now)
@@ -312,7 +314,7 @@ class GateState:
 
 def _reported(budget: Budget, in_flight: float, now: float) -> _Reported:
     reset_at = None if budget.reset_in is None else now + budget.reset_in
-    return _Reported(max(0.0, budget.remaining - in_flight), budget.limit, reset_at)
+    return _Reported(max(0.0, budget.remaining - in_flight), budget.limit, reset_at, budget.reset_in)
 
 
 def _left(reported: _Reported | None, now: float) -> float | None:
