@@ -40,6 +40,7 @@ __all__ = [
     "LoopControlSettings",
     "ProviderSettings",
     "RetrySettings",
+    "ServeSettings",
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
@@ -329,6 +330,34 @@ class HostSettings(_Section, frozen=True):
         self._int("sessions_default", 1)
 
 
+class ServeSettings(_Section, frozen=True):
+    """``turnkeep serve``: where it listens, which workspaces clients may use, and its bounds.
+
+    ``workspace_root`` (default: the directory ``serve`` starts in) holds every workspace a client may
+    open. ``cors_origins`` is empty: no cross-origin access unless origins are listed.
+    """
+
+    _name = "serve"
+    host: str = "127.0.0.1"
+    port: int = 8787
+    workspace_root: str | None = None
+    max_body_bytes: int = 1_048_576
+    stream_buffer_bytes: int = 65_536
+    """Text a slow event-stream reader may have waiting; beyond it, text is dropped for a ``gap``."""
+    write_timeout: float = 10.0
+    """Seconds a write to an event-stream reader may wait before the reader is disconnected."""
+    cors_origins: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._int("port", 0)
+        if self.port > 65535:
+            raise self._fail("port", f"must be at most 65535, got {self.port}")
+        self._int("max_body_bytes", 1)
+        self._int("stream_buffer_bytes", 1024)
+        self._number("write_timeout", 0, inclusive=False)
+        self._names("cors_origins")
+
+
 def _section(cls: type[_Section]) -> Any:
     return msgspec.field(default_factory=cls)
 
@@ -346,6 +375,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tools: ToolSettings = _section(ToolSettings)
     store: StoreSettings = _section(StoreSettings)
     host: HostSettings = _section(HostSettings)
+    serve: ServeSettings = _section(ServeSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
 
     def replace(self, **sections: _Section) -> Settings:
