@@ -59,6 +59,11 @@ class Taps:
             for readers in self._readers.values():
                 readers.discard(buffer)
 
+    def reader_count(self) -> int:
+        """How many stream buffers are fed now."""
+        with self._lock:
+            return sum(len(readers) for readers in self._readers.values())
+
     def pending(self, session_id: str) -> list[PendingPermission]:
         """The session's permission requests waiting for an answer, oldest first."""
         with self._lock:

@@ -50,7 +50,8 @@ def running(
     """A host and its server on a free port, and a client that sends the token; both closed after."""
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
-    host = AgentHost(settings_for(provider, tmp_path), permissions=permissions, **host_options)
+    policy = permissions or ask_for()
+    host = AgentHost(settings_for(provider, tmp_path), permissions=policy, **host_options)
     try:
         server = start_server(host, serve or ServeSettings(port=0), token=TOKEN, workspace_root=root)
         try:
