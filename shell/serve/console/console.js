@@ -185,7 +185,12 @@ function handle(frame) {
   const e = JSON.parse(frame.data);
   switch (frame.event) {
     case "turn_started": line(`turn ${e.turn}`, `> ${e.prompt}`, "prompt"); answer(e.turn); break;
-    case "text_delta": answer(e.turn).textContent += e.text; break;
+    case "text_delta": {
+      const text = answer(e.turn);
+      text.textContent += e.text;
+      text.parentElement.dataset.deltas = String(Number(text.parentElement.dataset.deltas || 0) + 1);
+      break;
+    }
     case "retrying": {
       line("retry", `${e.kind}${e.status ? " " + e.status : ""}: attempt ${e.attempt + 1} of ${e.max_attempts} in ${e.delay.toFixed(1)} s`, "notice");
       if (e.discard_partial) { const text = answer(e.turn); text.parentElement.classList.add("void"); state.answers.delete(e.turn); }
