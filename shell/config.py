@@ -10,8 +10,9 @@ underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=
 the setting's type: a whole number, a decimal number, ``true``/``false`` (also ``1``/``0``, ``yes``/``no``,
 ``on``/``off``), text; a list as comma-separated items; a table as comma-separated ``name=value`` pairs; an
 empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_ATTEMPTS_PER_STEP`` sets
-``retry.max_attempts`` and ``TURNKEEP_CONFIG`` names the file to read when none is given; any other
-``TURNKEEP_`` variable is an error.
+``retry.max_attempts``, ``TURNKEEP_CONFIG`` names the file to read when none is given and
+``TURNKEEP_SERVE_TOKEN`` is the API token of ``turnkeep serve``; any other ``TURNKEEP_`` variable is an
+error.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ __all__ = [
 _PREFIX = "TURNKEEP_"
 _CONFIG_ENV = "TURNKEEP_CONFIG"
 _MAX_ATTEMPTS_ENV = "TURNKEEP_MAX_ATTEMPTS_PER_STEP"
+_SERVE_TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"  # a secret, read by ``turnkeep serve`` only: not a setting
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STORE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _STORE_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
@@ -495,7 +497,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
     """{(section, key): (variable, parsed value)} for every ``TURNKEEP_`` variable of ``env``."""
     overrides: dict[tuple[str, str], tuple[str, Any]] = {}
     for variable in sorted(env):
-        if not variable.startswith(_PREFIX) or variable == _CONFIG_ENV:
+        if not variable.startswith(_PREFIX) or variable in (_CONFIG_ENV, _SERVE_TOKEN_ENV):
             continue
         raw = env[variable]
         if variable == _MAX_ATTEMPTS_ENV:
