@@ -178,3 +178,7 @@ class Supervision(msgspec.Struct, frozen=True):
     crashes: int
     dead_letters: int
     recent_dead_letters: list[DeadLetterView]
+    turns_running: int
+    """Turns holding a place under the host's ``max_concurrent_turns`` gate."""
+    turns_waiting: int
+    """Sessions waiting for a place."""

@@ -28,7 +28,8 @@ def _node(info: ChildInfo, children: list[ActorNode]) -> ActorNode:
 
 def supervision(host: AgentHost) -> Supervision:
     """The host supervisor's children (one subtree per running session) and their children, each with
-    how often it was restarted; blocking (asks the supervisors, each within a deadline)."""
+    how often it was restarted, the dead letters and the turn gate; blocking (asks the supervisors, each
+    within a deadline)."""
     tree: list[ActorNode] = []
     for session in _children(host, host.supervisor.name):
         inner = [_node(child, []) for child in _children(host, session.address)]
@@ -39,5 +40,11 @@ def supervision(host: AgentHost) -> Supervision:
         DeadLetterView(d.address, repr(d.message)[:_CLIP], d.reason[:_CLIP], d.at) for d in reversed(recent)
     ]
     return Supervision(
-        tree, counters.get("restarts", 0), counters.get("crashes", 0), counters["dead_letters"], letters
+        tree,
+        counters.get("restarts", 0),
+        counters.get("crashes", 0),
+        counters["dead_letters"],
+        letters,
+        host.gate.running,
+        host.gate.waiting,
     )
