@@ -122,6 +122,8 @@ def api_routes(ctx: ServeContext) -> list[Route]:
     async def prompt(request: Request) -> Response:
         session_id = request.path_params["id"]
         body = await read_body(request, limit, api.PromptBody)
+        if not body.text.strip():
+            raise api.ApiError(400, "invalid_body", "text: a prompt must not be empty")
 
         def start() -> int:
             _open_record(ctx, session_id)

@@ -77,6 +77,7 @@ class RunningServer:
         """Stop accepting, end the event streams, let requests finish for a moment; idempotent."""
         loop = self.context.host.system.io
         if self._job.done:
+            self.context.taps.close()
             return
 
         def signal() -> None:
@@ -90,6 +91,7 @@ class RunningServer:
         if not self.wait(timeout):
             self._job.cancel()
             self.wait(1.0)
+        self.context.taps.close()
 
 
 def start_server(

@@ -3,7 +3,10 @@ the permission requests that wait for an answer."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tool_bridge import PermissionRequested, ToolAbandoned
@@ -14,6 +17,8 @@ from ._api import PendingPermission
 from ._buffer import StreamBuffer
 
 __all__ = ["Taps"]
+
+logger = logging.getLogger("turnkeep.serve")
 
 
 class Taps:
@@ -26,6 +31,7 @@ class Taps:
         self._tapped: set[str] = set()
         self._readers: dict[str | None, set[StreamBuffer]] = {}
         self._pending: dict[str, dict[str, PermissionRequested]] = {}
+        self._subscribers: dict[str, Callable[[Any], None]] = {}
 
     def ensure(self, session_id: str) -> None:
         """Make sure this server hears the session's events (resuming it from the store if needed).
@@ -34,19 +40,38 @@ class Taps:
             if session_id in self._tapped:
                 return
             self._tapped.add(session_id)
+        subscriber = functools.partial(self._heard, session_id)
         try:
             self._host.resume(session_id)
-            self._host.subscribe(session_id, lambda event: self._heard(session_id, event))
+            self._host.subscribe(session_id, subscriber)
+            with self._lock:
+                self._subscribers[session_id] = subscriber
         except BaseException:
             with self._lock:
                 self._tapped.discard(session_id)
             raise
+
+    def close(self) -> None:
+        """Unsubscribe from every session (blocking: call it off the event loop, once the server has
+        stopped); a session that does not answer keeps a subscription that feeds nobody."""
+        with self._lock:
+            tapped, self._tapped = set(self._tapped), set()
+            subscribers, self._subscribers = dict(self._subscribers), {}
+        for session_id in tapped:
+            subscriber = subscribers.get(session_id)
+            if subscriber is None:
+                continue
+            try:
+                self._host.unsubscribe(session_id, subscriber)
+            except Exception as error:
+                logger.debug("session %s: could not unsubscribe: %s", session_id, error)
 
     def forget(self, session_id: str) -> None:
         """The session was closed: drop what is known of it (its subscription ended with its actors)."""
         with self._lock:
             self._tapped.discard(session_id)
             self._pending.pop(session_id, None)
+            self._subscribers.pop(session_id, None)
 
     def add(self, buffer: StreamBuffer, session_id: str | None) -> None:
         """Feed ``buffer`` with the session's events (every tapped session's when None)."""

@@ -169,6 +169,7 @@ function line(kind, text, cls) {
   return node;
 }
 
+// The block the turn's streamed text goes to: made at its first text, and again after tool calls.
 function answer(turn) {
   let node = state.answers.get(turn);
   if (!node) {
@@ -184,7 +185,7 @@ function handle(frame) {
   if (frame.id !== undefined) state.lastId = frame.id;
   const e = JSON.parse(frame.data);
   switch (frame.event) {
-    case "turn_started": line(`turn ${e.turn}`, `> ${e.prompt}`, "prompt"); answer(e.turn); break;
+    case "turn_started": line(`turn ${e.turn}`, `> ${e.prompt}`, "prompt"); break;
     case "text_delta": {
       const text = answer(e.turn);
       text.textContent += e.text;
@@ -196,15 +197,18 @@ function handle(frame) {
       if (e.discard_partial) { const text = answer(e.turn); text.parentElement.classList.add("void"); state.answers.delete(e.turn); }
       break;
     }
-    case "tool_call_started": line("tool", `${e.tool} ${e.arguments}`, "tool"); break;
+    case "tool_call_started":
+      state.answers.delete(e.turn); // text after the tools is a new block
+      line("tool", `${e.tool} ${e.arguments}`, "tool");
+      break;
     case "tool_call_finished": line("tool", `${e.tool} ${e.is_error ? "error" : e.status}: ${e.preview}`, "tool"); break;
     case "permission_requested": showPermission(e); break;
     case "compaction_started": line("compaction", `${e.reason}: about ${e.estimated_tokens} of ${e.window} tokens`, "notice"); break;
     case "compaction_finished": line("compaction", e.ok ? `${e.tokens_before} -> ${e.tokens_after} tokens` : `did not help: ${e.message}`, "notice"); break;
     case "gap": line("gap", `text was dropped (${e.dropped_bytes} bytes); the turn's end carries its text`, "notice"); break;
     case "turn_completed": case "turn_failed": case "turn_cancelled": {
-      const text = answer(e.turn);
-      if (frame.event === "turn_completed" && !text.textContent) text.textContent = e.text;
+      const block = state.answers.get(e.turn);
+      if (frame.event === "turn_completed" && e.text && !(block && block.textContent)) answer(e.turn).textContent = e.text;
       const why = e.kind ? `${e.kind}: ${e.message}` : e.reason || `${e.steps} step(s)`;
       const end = line(frame.event.replace("turn_", ""), why, "turn-end");
       end.dataset.type = frame.event;

@@ -116,6 +116,10 @@ def test_bad_bodies_get_clear_400s(provider, tmp_path):
             error = decode(answer)
             assert error["kind"] == kind, raw
             assert error["message"]
+        client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
+        empty = client.post("/v1/sessions/s1/prompts", json={"text": "  "})
+        assert empty.status_code == 400
+        assert decode(empty)["kind"] == "invalid_body"
         unknown = decode(client.post("/v1/sessions", json={"workspace": "w", "colour": "red"}))
         assert "colour" in unknown["message"]
 

@@ -7,11 +7,14 @@ import os
 import shutil
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from actors import ChaosPolicy
 from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
 from shell._protocol import GetHistory
+from shell.config import ServeSettings
+from shell.serve import start_server
 from shell.session_tree import SessionChaos
 from tests.shell.serve._server import TOKEN, ask_for, running
 
@@ -97,6 +100,10 @@ def test_the_console_drives_a_session_end_to_end(browser, tmp_path):
             second_end = (css, '.turn-end[data-type="turn_completed"][data-turn="2"]')
             wait.until(ready.presence_of_element_located(second_end))
             assert "from-the-tool" in browser.find_element(By.ID, "events").text
+            lines = browser.find_elements(css, ".event")
+            answer_at = next(i for i, n in enumerate(lines) if n.get_attribute("data-turn") == "2")
+            result_at = next(i for i, n in enumerate(lines) if "ok: from-the-tool" in n.text)
+            assert answer_at > result_at  # the text the model wrote after the tool ran comes after it
             assert browser.find_elements(css, ".permission") == []
 
             chat_state = f'#tree [data-address="host/session/{session_id}/chat_state"] > .restarts'
@@ -106,6 +113,29 @@ def test_the_console_drives_a_session_end_to_end(browser, tmp_path):
             with pytest.raises(Exception, match="injected crash"):
                 address.ask(GetHistory(), timeout=5)
             wait.until(lambda b: b.find_element(css, chat_state).get_attribute("data-count") == "1")
+
+            # A network drop: the server goes away and comes back on the same port; the console
+            # reconnects by itself and resumes after the last event it had.
+            host, port = server.context.host, server.port
+            server.stop()
+            wait.until(lambda b: b.find_element(By.ID, "link").get_attribute("data-state") == "retrying")
+            again = start_server(
+                host, ServeSettings(port=port), token=TOKEN, workspace_root=tmp_path / "root"
+            )
+            try:
+                with httpx.Client(base_url=again.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+                    client.post(f"/v1/sessions/{session_id}/prompts", json={"text": "after the drop"})
+                # The conversation still names the tool script: turn 3 asks again.
+                wait.until(ready.element_to_be_clickable(allow_once)).click()
+                third_end = (css, '.turn-end[data-type="turn_completed"][data-turn="3"]')
+                wait.until(ready.presence_of_element_located(third_end))
+                assert browser.find_element(By.ID, "link").get_attribute("data-state") == "live"
+                assert len(browser.find_elements(css, ".turn-end")) == 3  # nothing missed, nothing twice
+                assert len(browser.find_elements(css, ".answer")) == 3
+                third = browser.find_elements(css, '.answer[data-turn="3"] .text')[-1]
+                assert third.text == "tool done"
+            finally:
+                again.stop()
         except BaseException:
             browser.save_screenshot(str(tmp_path / "console-failure.png"))
             raise
