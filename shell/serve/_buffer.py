@@ -74,6 +74,12 @@ class StreamBuffer:
         """The text held now, in bytes."""
         return self._text_bytes
 
+    @property
+    def empty(self) -> bool:
+        """Whether nothing waits to be taken."""
+        with self._lock:
+            return not self._entries
+
     def stored(self, session: str) -> None:
         """Announce one stored event of ``session``."""
         with self._lock:
