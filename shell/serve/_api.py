@@ -36,7 +36,8 @@ class ApiError(Exception):
     """A request the API refuses: ``status`` is the HTTP status, ``kind`` a stable name clients can test
     (``malformed_json``, ``invalid_body``, ``body_too_large``, ``unauthorized``, ``not_found``,
     ``session_closed``, ``session_exists``, ``stale_permission``, ``workspace_refused``,
-    ``invalid_cursor``, ``host_error``), ``message`` what was wrong, for a person."""
+    ``invalid_cursor``; 503 ``host_error`` or ``unavailable`` when the host or its store cannot do it
+    now; 500 ``internal``), ``message`` what was wrong, for a person."""
 
     def __init__(self, status: int, kind: str, message: str) -> None:
         super().__init__(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from typing import Any
 
@@ -15,6 +16,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from actors import ActorError
+
+from ..store import StoreError
 from . import _api as api
 from ._auth import authorized
 from ._context import ServeContext, error_response, json_response
@@ -23,6 +27,8 @@ from ._routes import api_routes
 from ._supervision import supervision
 
 __all__ = ["build_app"]
+
+logger = logging.getLogger("turnkeep.serve")
 
 _PUBLIC = frozenset({"/healthz", "/", "/console.css", "/console.js"})
 """Paths answered without the token: the liveness probe and the console's static files (no data; the
@@ -86,6 +92,15 @@ def build_app(ctx: ServeContext) -> Starlette:
         assert isinstance(error, api.ApiError)
         return error_response(error)
 
+    async def unavailable(request: Request, error: Exception) -> Response:
+        logger.warning("%s %s: %s: %s", request.method, request.url.path, type(error).__name__, error)
+        message = f"the host could not do it now ({type(error).__name__}: {error}); try again"
+        return error_response(api.ApiError(503, "unavailable", message))
+
+    async def internal(request: Request, error: Exception) -> Response:
+        logger.error("%s %s failed", request.method, request.url.path, exc_info=error)
+        return error_response(api.ApiError(500, "internal", f"the server failed: {type(error).__name__}"))
+
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
         kind = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "bad_request")
@@ -109,5 +124,11 @@ def build_app(ctx: ServeContext) -> Starlette:
             )
         )
     middleware.append(Middleware(_RequireToken, token=ctx.token))
-    handlers: dict[Any, Any] = {api.ApiError: api_error, HTTPException: http_error}
+    handlers: dict[Any, Any] = {
+        api.ApiError: api_error,
+        HTTPException: http_error,
+        ActorError: unavailable,
+        StoreError: unavailable,
+        Exception: internal,
+    }
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)

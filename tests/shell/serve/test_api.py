@@ -218,3 +218,20 @@ def test_the_server_runs_on_the_hosts_own_trio_loop(provider, tmp_path):
     with running(provider, tmp_path) as (server, _client):
         names = {job.name for job in server.context.host.system.io._jobs}
         assert "turnkeep-serve" in names
+
+
+def test_a_host_that_cannot_answer_is_a_503_not_a_crash(provider, tmp_path, monkeypatch):
+    from actors import ActorUnavailable
+
+    with running(provider, tmp_path) as (server, client):
+        client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
+
+        def refuse(*args, **kwargs):
+            raise ActorUnavailable("the session is restarting")
+
+        monkeypatch.setattr(server.context.host, "resume", refuse)
+        answer = client.post("/v1/sessions/s1/cancel")
+        assert answer.status_code == 503
+        assert decode(answer)["kind"] == "unavailable"
+        assert "restarting" in decode(answer)["message"]
+        assert decode(client.get("/healthz"))["status"] == "ok"
