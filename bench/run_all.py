@@ -184,6 +184,7 @@ _BENCHMARKS = (
     _Benchmark(
         "convergence", "convergence_bench.py", ("--json",), ("--json", "--turns", "30"), figures_from_json
     ),
+    _Benchmark("serve", "serve_soak.py", ("--json",), ("--json", "--seconds", "8"), figures_from_json),
 )
 
 

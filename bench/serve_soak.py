@@ -6,7 +6,8 @@ process's resident memory (VmRSS) over the soak; the baseline is its RSS after a
 load without the slow reader, measured in the same run. Afterwards the slow reader drains its stream and
 must have received every terminal event the store holds for its session.
 
-Run: ``.venv/bin/python bench/serve_soak.py [--seconds 60] [--warmup 10]``; prints one JSON object.
+Run: ``.venv/bin/python bench/serve_soak.py [--seconds 60] [--warmup 10] [--json]``; prints one JSON
+object (with ``--json``, the figures as ``bench/run_all.py`` reads them).
 """
 
 from __future__ import annotations
@@ -95,11 +96,36 @@ def slow_reader(url: str, session: str, stop: threading.Event, seen: list[str]) 
 needed = [1 << 30]
 
 
+def figures(
+    baseline: int, after: int, growth_mb: float, seen: int, stored: int, complete: bool
+) -> list[dict[str, object]]:
+    """The figures as ``bench/run_all.py`` reads them."""
+    return [
+        {
+            "benchmark": "serve",
+            "figure": "server RSS growth behind a slow reader",
+            "value": f"+{growth_mb:.1f} MiB ({after / 1024:.1f} MiB)",
+            "baseline": f"{baseline / 1024:.1f} MiB after warm-up",
+            "ratio": round(after / baseline, 3),
+            "target": f"< {TARGET_MB:g} MiB",
+            "met": growth_mb < TARGET_MB,
+        },
+        {
+            "benchmark": "serve",
+            "figure": "slow reader's terminal events",
+            "value": f"{seen} of {stored}",
+            "target": "all, in order",
+            "met": complete,
+        },
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--no-slow-reader", action="store_true", help="the load alone, for comparison")
+    parser.add_argument("--json", action="store_true", help="print the figures for bench/run_all.py")
     options = parser.parse_args()
     answer = FinalAnswer("streamed text " * 4000, chunks=2000)
     script = Script(lambda _: answer)
@@ -143,6 +169,10 @@ def main() -> None:
             process.send_signal(signal.SIGTERM)
             process.wait(30)
     growth_mb = (after - baseline) / 1024
+    complete = seen == stored_ends
+    if options.json:
+        print(json.dumps(figures(baseline, after, growth_mb, len(seen), len(stored_ends), complete)))
+        return
     print(json.dumps({
         "seconds": options.seconds,
         "turns_completed": len(ends),
