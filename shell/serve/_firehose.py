@@ -14,7 +14,7 @@ import trio
 
 from ..store import SessionNotFound, SessionStore, StoredEvent
 from ._api import ApiError
-from ._buffer import Delta, Gap, Notice
+from ._buffer import Delta, Gap, Notice, Stored
 from ._frames import delta_frame, gap_frame, notice_frame, stored_frame
 from ._sse import comment
 from ._wakeup import Inbox
@@ -24,6 +24,9 @@ __all__ = ["SETTLE", "firehose", "firehose_start"]
 SETTLE = 0.5
 """Seconds an event waits before the all-sessions stream sends it (longer than any commit takes)."""
 _POLL = 0.25
+_IDLE_SCAN = 1.0
+"""Seconds between reads of the store when no session announced anything (sessions this server does not
+hear, written by another process on the same store, are found this way)."""
 _KEEPALIVE_EVERY = 15.0
 
 _Key = tuple[float, str, int]
@@ -62,10 +65,13 @@ class _Scan:
         self._store = store
         self.floor = floor
         self._seen: dict[str, int] = {}
+        self.unsettled = False
+        """Whether the last read found events too young to send yet."""
 
     def ready(self) -> list[tuple[str, StoredEvent]]:
         """Events after the floor that are settled, in key order; the floor moves past them. Blocking."""
         now = time.time()
+        self.unsettled = False
         found: list[tuple[str, StoredEvent]] = []
         for record in self._store.list_sessions():
             if record.updated_at < self.floor[0] - SETTLE:
@@ -76,6 +82,7 @@ class _Scan:
                 continue
             for stored in events:
                 if stored.created_at > now - SETTLE:
+                    self.unsettled = True
                     break  # not settled: read again next time
                 self._seen[record.id] = stored.seq
                 if _key(record.id, stored) > self.floor:
@@ -92,15 +99,20 @@ async def firehose(store: SessionStore, start: _Key, inbox: Inbox) -> AsyncItera
     scan = _Scan(store, start)
     idle = 0.0
     last_id: str | None = None
+    next_scan = trio.current_time()
     while True:
-        for session, stored in await trio.to_thread.run_sync(scan.ready):
-            last_id = f"{session}/{stored.seq}"
-            idle = 0.0
-            yield stored_frame(stored, last_id)
-        entries = await inbox.next(_POLL)
+        if trio.current_time() >= next_scan:
+            for session, stored in await trio.to_thread.run_sync(scan.ready):
+                last_id = f"{session}/{stored.seq}"
+                idle = 0.0
+                yield stored_frame(stored, last_id)
+            next_scan = trio.current_time() + (_POLL if scan.unsettled else _IDLE_SCAN)
+        entries = await inbox.next(max(0.0, min(_POLL, next_scan - trio.current_time())))
         for entry in entries:
             idle = 0.0
-            if isinstance(entry, Delta):
+            if isinstance(entry, Stored):
+                next_scan = min(next_scan, trio.current_time() + SETTLE)
+            elif isinstance(entry, Delta):
                 yield delta_frame(entry.session, entry.turn, entry.text)
             elif isinstance(entry, Notice):
                 notice = notice_frame(entry.session, entry.event)
