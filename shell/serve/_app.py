@@ -68,10 +68,10 @@ def _static(name: str, media_type: str) -> Route:
         headers = {"cache-control": "no-cache", "x-content-type-options": "nosniff"}
         return Response(body, media_type=media_type, headers=headers)
 
-    return Route(request_path(name), serve, methods=["GET"])
+    return Route(_request_path(name), serve, methods=["GET"])
 
 
-def request_path(name: str) -> str:
+def _request_path(name: str) -> str:
     """The URL path of a console file."""
     return next(path for path, (file, _) in _STATIC.items() if file == name)
 
