@@ -52,12 +52,13 @@ class Taps:
             raise
 
     def close(self) -> None:
-        """Unsubscribe from every session (blocking: call it off the event loop, once the server has
-        stopped); a session that does not answer keeps a subscription that feeds nobody."""
+        """Unsubscribe from every running session (blocking: call it off the event loop, once the server
+        has stopped). A passivated session is not woken for this, and one that does not answer keeps a
+        subscription that feeds nobody."""
         with self._lock:
             tapped, self._tapped = set(self._tapped), set()
             subscribers, self._subscribers = dict(self._subscribers), {}
-        for session_id in tapped:
+        for session_id in tapped & set(self._host.active()):
             subscriber = subscribers.get(session_id)
             if subscriber is None:
                 continue
