@@ -15,7 +15,7 @@ from types import FrameType
 import msgspec
 
 from ._settings import CliUsageError, open_host, settings_from
-from ._turn_view import EXIT_OK
+from ._turn_view import EXIT_FAILED, EXIT_OK
 
 __all__ = ["add_arguments", "run"]
 
@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(options: argparse.Namespace) -> int:
-    """Serve until interrupted; 0 after a clean stop. Raises :class:`CliUsageError` (exit code 2) for a
+    """Serve until interrupted; 0 after a stop by SIGINT or SIGTERM, 1 when the server ended by itself.
+    Raises :class:`CliUsageError` (exit code 2) for a
     refused configuration: a non-loopback address without ``TURNKEEP_SERVE_TOKEN``, a missing workspace
     root, an address that cannot be listened on."""
     from ..serve import ServeRefused, check_bind, resolve_token, start_server  # the server's libraries
@@ -70,6 +71,9 @@ def run(options: argparse.Namespace) -> int:
                 server.stop()
         finally:
             host.close()
+    if not stop.is_set():
+        sys.stderr.write("turnkeep: error: the server stopped by itself (see the log above)\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 

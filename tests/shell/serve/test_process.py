@@ -103,3 +103,17 @@ def test_serve_refuses_a_configuration_it_cannot_honour_with_exit_code_2(
     code = main(["serve", "--store", str(tmp_path / "s.db"), "--port", "0", *args])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_refused_with_exit_code_2(tmp_path, capsys, monkeypatch):
+    import socket
+
+    monkeypatch.delenv("TURNKEEP_SERVE_TOKEN", raising=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        store = str(tmp_path / "s.db")
+        code = main(["serve", "--store", store, "--port", port, "--workspace-root", str(root)])
+    assert code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
