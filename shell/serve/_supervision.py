@@ -22,6 +22,10 @@ def _children(host: AgentHost, address: str) -> tuple[ChildInfo, ...]:
     return found
 
 
+def _is_session(info: ChildInfo) -> bool:
+    return info.name.startswith("session/")
+
+
 def _node(info: ChildInfo, children: list[ActorNode]) -> ActorNode:
     return ActorNode(info.name, info.address, info.status, max(0, info.incarnation - 1), children)
 
@@ -31,9 +35,10 @@ def supervision(host: AgentHost) -> Supervision:
     how often it was restarted, the dead letters and the turn gate; blocking (asks the supervisors, each
     within a deadline)."""
     tree: list[ActorNode] = []
-    for session in _children(host, host.supervisor.name):
-        inner = [_node(child, []) for child in _children(host, session.address)]
-        tree.append(_node(session, inner))
+    for child in _children(host, host.supervisor.name):
+        # Only session subtrees are supervisors; asking any other actor would leave a dead letter.
+        inner = [_node(c, []) for c in _children(host, child.address)] if _is_session(child) else []
+        tree.append(_node(child, inner))
     counters = host.system.metrics()
     recent = host.system.dead_letters.recent()[-_RECENT:]
     letters = [

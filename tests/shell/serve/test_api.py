@@ -184,12 +184,14 @@ def test_the_supervision_view_lists_each_session_subtree(provider, tmp_path):
     with running(provider, tmp_path) as (_server, client):
         client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
         view = decode(client.get("/v1/supervision"))
-        (subtree,) = view["tree"]
+        (subtree,) = [node for node in view["tree"] if node["name"].startswith("session/")]
         assert subtree["name"] == "session/s1"
         assert {child["name"] for child in subtree["children"]} >= {"session", "chat_state", "sampler"}
         assert all(child["restarts"] == 0 for child in subtree["children"])
         assert view["dead_letters"] >= 0
         assert (view["turns_running"], view["turns_waiting"]) == (0, 0)
+        again = decode(client.get("/v1/supervision"))
+        assert again["dead_letters"] == view["dead_letters"]  # looking leaves no dead letter
 
 
 def test_the_console_files_are_served(provider, tmp_path):
