@@ -120,7 +120,9 @@ def run_openai(sessions: int, rate: float) -> Side:
         try:
             for _ in range(_STEPS):
                 answer = await client.chat.completions.create(
-                    model="fake-model", messages=messages, tools=tools  # type: ignore[arg-type]
+                    model="fake-model",
+                    messages=messages,
+                    tools=tools,  # type: ignore[arg-type]
                 )
                 message = answer.choices[0].message
                 if not message.tool_calls:
@@ -219,7 +221,9 @@ def figures(sides: list[Side], rate: float) -> list[Figure]:
 
 def main() -> None:
     """Run the three sides and print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--rate", type=float, default=50.0, help="requests per second the provider allows")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")

@@ -185,6 +185,7 @@ _BENCHMARKS = (
         "convergence", "convergence_bench.py", ("--json",), ("--json", "--turns", "30"), figures_from_json
     ),
     _Benchmark("sandbox", "sandbox_bench.py", ("--json",), ("--json", "--calls", "20"), figures_from_json),
+    _Benchmark("serve", "serve_soak.py", ("--json",), ("--json", "--seconds", "8"), figures_from_json),
 )
 
 

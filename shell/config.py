@@ -11,8 +11,9 @@ table adds its own: ``TURNKEEP_TOOLS__SANDBOX__MODE=off`` for ``[tools.sandbox] 
 the setting's type: a whole number, a decimal number, ``true``/``false`` (also ``1``/``0``, ``yes``/``no``,
 ``on``/``off``), text; a list as comma-separated items; a table as comma-separated ``name=value`` pairs; an
 empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_ATTEMPTS_PER_STEP`` sets
-``retry.max_attempts`` and ``TURNKEEP_CONFIG`` names the file to read when none is given; any other
-``TURNKEEP_`` variable is an error.
+``retry.max_attempts``, ``TURNKEEP_CONFIG`` names the file to read when none is given and
+``TURNKEEP_SERVE_TOKEN`` is the API token of ``turnkeep serve``; any other ``TURNKEEP_`` variable is an
+error.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
+    "ServeSettings",
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
@@ -57,6 +59,7 @@ __all__ = [
 _PREFIX = "TURNKEEP_"
 _CONFIG_ENV = "TURNKEEP_CONFIG"
 _MAX_ATTEMPTS_ENV = "TURNKEEP_MAX_ATTEMPTS_PER_STEP"
+_SERVE_TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"  # a secret, read by ``turnkeep serve`` only: not a setting
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STORE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _STORE_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
@@ -341,6 +344,34 @@ class HostSettings(_Section, frozen=True):
         self._int("sessions_default", 1)
 
 
+class ServeSettings(_Section, frozen=True):
+    """``turnkeep serve``: where it listens, which workspaces clients may use, and its bounds.
+
+    ``workspace_root`` (default: the directory ``serve`` starts in) holds every workspace a client may
+    open. ``cors_origins`` is empty: no cross-origin access unless origins are listed.
+    """
+
+    _name = "serve"
+    host: str = "127.0.0.1"
+    port: int = 8787
+    workspace_root: str | None = None
+    max_body_bytes: int = 1_048_576
+    stream_buffer_bytes: int = 65_536
+    """Text a slow event-stream reader may have waiting; beyond it, text is dropped for a ``gap``."""
+    write_timeout: float = 10.0
+    """Seconds a write to an event-stream reader may wait before the reader is disconnected."""
+    cors_origins: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._int("port", 0)
+        if self.port > 65535:
+            raise self._fail("port", f"must be at most 65535, got {self.port}")
+        self._int("max_body_bytes", 1)
+        self._int("stream_buffer_bytes", 1024)
+        self._number("write_timeout", 0, inclusive=False)
+        self._names("cors_origins")
+
+
 def _section(cls: type[_Section]) -> Any:
     return msgspec.field(default_factory=cls)
 
@@ -358,6 +389,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tools: ToolSettings = _section(ToolSettings)
     store: StoreSettings = _section(StoreSettings)
     host: HostSettings = _section(HostSettings)
+    serve: ServeSettings = _section(ServeSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
 
     def replace(self, **sections: _Section) -> Settings:
@@ -480,7 +512,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
     """{(section, key): (variable, parsed value)} for every ``TURNKEEP_`` variable of ``env``."""
     overrides: dict[tuple[str, str], tuple[str, Any]] = {}
     for variable in sorted(env):
-        if not variable.startswith(_PREFIX) or variable == _CONFIG_ENV:
+        if not variable.startswith(_PREFIX) or variable in (_CONFIG_ENV, _SERVE_TOKEN_ENV):
             continue
         raw = env[variable]
         if variable == _MAX_ATTEMPTS_ENV:

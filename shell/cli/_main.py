@@ -22,7 +22,7 @@ from sampler.fake import PROFILES, FakeProvider, serve_forever
 from ..config import ConfigError
 from ..host import HostError
 from ..store import StoreError
-from . import _chat, _run, _sessions
+from . import _chat, _run, _serve, _sessions
 from ._settings import CliUsageError, add_host_options
 from ._turn_view import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
@@ -52,6 +52,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
     add_host_options(chat)
+
+    serve = commands.add_parser("serve", help="the host as an HTTP service with event streams and a console")
+    add_host_options(serve)
+    _serve.add_arguments(serve)
 
     sessions = commands.add_parser("sessions", help="what the session store holds")
     _sessions.add_arguments(sessions)
@@ -107,6 +111,8 @@ def _dispatch(options: argparse.Namespace) -> int:
         return _run.run(options)
     if command == "chat":
         return _chat.run(options)
+    if command == "serve":
+        return _serve.run(options)
     if command == "sessions":
         return _sessions.run(options)
     if command == "fake-provider":

@@ -1,0 +1,106 @@
+"""``turnkeep serve``: run a host behind the HTTP API and the console until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+import msgspec
+
+from ._settings import CliUsageError, open_host, settings_from
+from ._turn_view import EXIT_FAILED, EXIT_OK
+
+__all__ = ["add_arguments", "run"]
+
+_CHECK_EVERY = 0.5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``serve``'s own arguments (the host options are added by the caller)."""
+    parser.add_argument("--host", metavar="ADDRESS", help="where to listen (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, metavar="N", help="the port (default 8787; 0 picks one)")
+    parser.add_argument(
+        "--workspace-root", metavar="DIR", help="clients open sessions only under DIR (default: .)"
+    )
+
+
+def run(options: argparse.Namespace) -> int:
+    """Serve until interrupted; 0 after a stop by SIGINT or SIGTERM, 1 when the server ended by itself.
+    Raises :class:`CliUsageError` (exit code 2) for a
+    refused configuration: a non-loopback address without ``TURNKEEP_SERVE_TOKEN``, a missing workspace
+    root, an address that cannot be listened on."""
+    from ..serve import ServeRefused, check_bind, resolve_token, start_server  # the server's libraries
+
+    if options.workspace is not None or options.session is not None:
+        raise CliUsageError("serve takes no --workspace or --session: clients choose (see --workspace-root)")
+    settings = settings_from(options)
+    given = {"host": options.host, "port": options.port, "workspace_root": options.workspace_root}
+    try:
+        serve = msgspec.structs.replace(settings.serve, **{k: v for k, v in given.items() if v is not None})
+    except ValueError as error:
+        raise CliUsageError(f"invalid option: {error}") from None
+    root = Path(serve.workspace_root or ".").expanduser().resolve()
+    if not root.is_dir():
+        raise CliUsageError(f"the workspace root {root} is not a directory")
+    try:
+        token, generated = resolve_token(os.environ)
+        check_bind(serve.host, token_from_environment=not generated)
+    except ServeRefused as error:
+        raise CliUsageError(str(error)) from None
+    stop = threading.Event()
+    with _stopped_by_signals(stop):
+        host = open_host(settings.replace(serve=serve), options, interactive=True)
+        try:
+            try:
+                server = start_server(host.agent_host, serve, token=token, workspace_root=root)
+            except ServeRefused as error:
+                raise CliUsageError(str(error)) from None
+            try:
+                _announce(server.url, token if generated else None, root)
+                server.resume_interrupted()
+                while server.running and not stop.wait(_CHECK_EVERY):
+                    pass
+            finally:
+                server.stop()
+        finally:
+            host.close()
+    if not stop.is_set():
+        sys.stderr.write("turnkeep: error: the server stopped by itself (see the log above)\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _announce(url: str, generated_token: str | None, root: Path) -> None:
+    """Say where the server listens; a generated token is printed here, once, and nowhere else."""
+    print(f"turnkeep serve: listening on {url} (workspaces under {root})", flush=True)
+    if generated_token is not None:
+        print(f"token: {generated_token}", flush=True)
+        print(f"console: {url}/#token={generated_token}", flush=True)
+    else:
+        print(f"console: {url}/ (token from $TURNKEEP_SERVE_TOKEN)", flush=True)
+    sys.stderr.write("[Ctrl-C to stop]\n")
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """Within: SIGINT and SIGTERM set ``stop`` instead of interrupting (on the main thread)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)

@@ -1,0 +1,68 @@
+"""A real server on 127.0.0.1 (ephemeral port) over a real host, store and the embedded provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+
+from sampler.fake import FakeProvider
+from shell.config import ServeSettings, Settings, load_settings
+from shell.host import AgentHost
+from shell.serve import RunningServer, start_server
+from tool_bridge import PermissionPolicy, PermissionRule
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+def settings_for(provider: FakeProvider, tmp_path: Path, **env: str) -> Settings:
+    return load_settings(
+        environ={
+            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
+            "TURNKEEP_PROVIDER__MODEL": "fake-model",
+            "TURNKEEP_STORE__PATH": str(tmp_path / "store.db"),
+            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
+            "TURNKEEP_TIMEOUTS__IDLE": "10",
+            **env,
+        }
+    )
+
+
+def ask_for(*tools: str) -> Callable[[], PermissionPolicy]:
+    """Sessions whose listed tools need a permission answer; everything else runs."""
+    rules = [PermissionRule(tool, "ask") for tool in tools] + [PermissionRule("*", "allow")]
+    return lambda: PermissionPolicy(rules, use_default_rules=False)
+
+
+@contextmanager
+def running(
+    provider: FakeProvider,
+    tmp_path: Path,
+    *,
+    serve: ServeSettings | None = None,
+    permissions: Callable[[], PermissionPolicy] | None = None,
+    **host_options: Any,
+) -> Iterator[tuple[RunningServer, httpx.Client]]:
+    """A host and its server on a free port, and a client that sends the token; both closed after."""
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    policy = permissions or ask_for()
+    host = AgentHost(settings_for(provider, tmp_path), permissions=policy, **host_options)
+    try:
+        server = start_server(host, serve or ServeSettings(port=0), token=TOKEN, workspace_root=root)
+        try:
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            with httpx.Client(base_url=server.url, headers=headers, timeout=10.0) as client:
+                yield server, client
+        finally:
+            server.stop()
+    finally:
+        host.shutdown()
+
+
+def decode(response: httpx.Response) -> Any:
+    return msgspec.json.decode(response.content)

@@ -1,0 +1,119 @@
+"""``turnkeep serve`` as a process: killed with SIGKILL mid-turn and started again, its sessions resume
+from the store and a reconnecting reader gets every stored event it missed; the command's refusals."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
+from shell.cli import main
+from shell.store import SessionStore
+from tests.shell.serve._process import ServeProcess
+from tests.shell.serve._sse import sse_events
+
+TOKEN = "process-token-0123456789abcdef"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+TERMINAL = {"turn_completed", "turn_failed", "turn_cancelled"}
+
+
+def test_after_kill_9_the_session_resumes_and_a_reader_gets_every_stored_event(tmp_path):
+    steps = [ToolStep([("shell", {"command": f"sleep 1; echo {n}"})]) for n in range(4)]
+    script = Script.task([*steps, FinalAnswer("never reached in time")])
+    with FakeProvider(Script.echo(), scripts={"slow": script}) as provider:
+        first = ServeProcess(provider, tmp_path, token=TOKEN)
+        received: list[tuple[str, str]] = []
+        try:
+            with httpx.Client(base_url=first.url, headers=HEADERS, timeout=15) as client:
+                client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
+                assert client.post("/v1/sessions/s1/prompts", json={"text": "[[script:slow]] go"}).json() == {
+                    "turn": 1
+                }
+                for event, last_id, _ in sse_events(client, "/v1/sessions/s1/events", params={"after": 0}):
+                    if event != "text_delta":
+                        received.append((last_id, event))
+                    if event == "tool_call_started":
+                        break
+        finally:
+            first.kill()  # mid-turn: the tool is still sleeping
+        assert received[-1][1] == "tool_call_started"
+
+        second = ServeProcess(provider, tmp_path, token=TOKEN)
+        try:
+            with httpx.Client(base_url=second.url, headers=HEADERS, timeout=15) as client:
+                headers = {"Last-Event-ID": received[-1][0]}
+                for event, last_id, data in sse_events(client, "/v1/sessions/s1/events", headers=headers):
+                    if event == "text_delta":
+                        continue
+                    received.append((last_id, event))
+                    if event in TERMINAL:
+                        assert data == {
+                            "type": "turn_cancelled",
+                            "session": "s1",
+                            "turn": 1,
+                            "reason": "interrupted",
+                        }
+                        break
+                assert client.post("/v1/sessions/s1/prompts", json={"text": "still here?"}).json() == {
+                    "turn": 2
+                }
+                for event, _, data in sse_events(client, "/v1/sessions/s1/events", headers=headers):
+                    if event in TERMINAL and data["turn"] == 2:
+                        assert event == "turn_completed"
+                        break
+        finally:
+            assert second.stop() == 0
+        with SessionStore.open(tmp_path / "store.db") as store:
+            log = [(str(e.seq), e.type) for e in store.load_events("s1") if e.turn == 1]
+        assert [i for i, _ in received] == [i for i, _ in log]  # no gap, no duplicate, in order
+        assert received[-1][1] == "turn_cancelled"
+
+
+def test_a_generated_token_is_printed_once_and_guards_the_api(tmp_path):
+    with FakeProvider(Script.echo()) as provider:
+        server = ServeProcess(provider, tmp_path)
+        try:
+            tokens = [line.split(": ", 1)[1] for line in server.lines if line.startswith("token: ")]
+            assert len(tokens) == 1 and len(tokens[0]) >= 32
+            assert sum(tokens[0] in line for line in server.lines) == 2  # the token line and the console link
+            assert httpx.get(f"{server.url}/v1/sessions").status_code == 401
+            authorized = httpx.get(
+                f"{server.url}/v1/sessions", headers={"Authorization": f"Bearer {tokens[0]}"}
+            )
+            assert authorized.status_code == 200
+            assert httpx.get(f"{server.url}/healthz").status_code == 200
+        finally:
+            assert server.stop() == 0
+        assert tokens[0] not in server.stderr()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "refusing to listen on 0.0.0.0 without a token"),
+        (["--workspace-root", "/no/such/dir"], "is not a directory"),
+        (["--workspace", "x"], "serve takes no --workspace"),
+        (["--port", "70000"], "serve.port"),
+    ],
+)
+def test_serve_refuses_a_configuration_it_cannot_honour_with_exit_code_2(
+    args, message, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("TURNKEEP_SERVE_TOKEN", raising=False)
+    code = main(["serve", "--store", str(tmp_path / "s.db"), "--port", "0", *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_refused_with_exit_code_2(tmp_path, capsys, monkeypatch):
+    import socket
+
+    monkeypatch.delenv("TURNKEEP_SERVE_TOKEN", raising=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        store = str(tmp_path / "s.db")
+        code = main(["serve", "--store", store, "--port", port, "--workspace-root", str(root)])
+    assert code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
