@@ -56,6 +56,8 @@ class CreateSession(_Body, frozen=True):
 
     workspace: str
     id: str | None = None
+    priority: Literal["interactive", "background"] = "interactive"
+    """The session's place at the provider gate: interactive requests go first."""
 
 
 class PromptBody(_Body, frozen=True):
@@ -183,3 +185,5 @@ class Supervision(msgspec.Struct, frozen=True):
     """Turns holding a place under the host's ``max_concurrent_turns`` gate."""
     turns_waiting: int
     """Sessions waiting for a place."""
+    provider_gate: str = ""
+    """The provider gate's state in one line: requests in flight, waiting by priority, cool-down, budgets."""

@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from ..host import HostError
 from ..messages import Cancel, PermissionDecision, UserPrompt
+from ..session_path import SessionPath
 from ..store import SessionExists, SessionNotFound, SessionRecord
 from . import _api as api
 from ._context import ServeContext, json_response, read_body
@@ -85,12 +86,14 @@ def api_routes(ctx: ServeContext) -> list[Route]:
 
         def open_session() -> api.SessionView:
             try:
-                address = ctx.host.open(workspace, session_id=body.id)
+                address = ctx.host.open(workspace, session_id=body.id, priority=body.priority)
             except SessionExists:
                 raise api.ApiError(409, "session_exists", f"there is a session {body.id!r}") from None
             except HostError as error:
                 raise api.ApiError(503, "host_error", str(error)) from None
-            session_id = address.name.split("/")[-2]
+            found = SessionPath.parse(address.name)
+            assert found is not None, address.name
+            session_id = found[0].session_id
             ctx.taps.ensure(session_id)
             return _view(ctx, ctx.host.store.get_session(session_id), set(ctx.host.active()))
 

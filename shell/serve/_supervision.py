@@ -52,4 +52,5 @@ def supervision(host: AgentHost) -> Supervision:
         letters,
         host.gate.running,
         host.gate.waiting,
+        host.describe_gate(),
     )

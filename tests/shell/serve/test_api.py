@@ -190,8 +190,19 @@ def test_the_supervision_view_lists_each_session_subtree(provider, tmp_path):
         assert all(child["restarts"] == 0 for child in subtree["children"])
         assert view["dead_letters"] >= 0
         assert (view["turns_running"], view["turns_waiting"]) == (0, 0)
+        assert view["provider_gate"] == "provider gate: 0 in flight; waiting []"
         again = decode(client.get("/v1/supervision"))
         assert again["dead_letters"] == view["dead_letters"]  # looking leaves no dead letter
+
+
+def test_a_background_session_is_opened_at_the_provider_gate_behind_interactive_ones(provider, tmp_path):
+    with running(provider, tmp_path) as (server, client):
+        made = client.post("/v1/sessions", json={"workspace": "w", "id": "bg", "priority": "background"})
+        refused = client.post("/v1/sessions", json={"workspace": "w", "priority": "urgent"})
+        assert made.status_code == 201
+        assert refused.status_code == 400 and decode(refused)["kind"] == "invalid_body"
+        opened = server.context.host._sessions["bg"].parts.gate  # what the host gave the session's sampler
+        assert opened is not None and opened.priority == 1
 
 
 def test_the_console_files_are_served(provider, tmp_path):
