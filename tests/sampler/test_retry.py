@@ -31,7 +31,7 @@ def test_the_default_policy_is_the_designed_one():
         factor=2.0,
         max_delay=32.0,
         jitter=0.25,
-        retryable_statuses=(408, 409, 429, 500, 502, 503, 504, 529),
+        retryable_statuses=(408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529),
         max_retry_after=60.0,
     )
 
