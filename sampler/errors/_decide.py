@@ -122,7 +122,7 @@ def _fit(family: Family, status: int | None, words: set[Family], retry_hinted: b
     if family is Family.MEMORY:
         return LlmErrorKind.PROVIDER if server or status is None else None
     if family is Family.QUOTA:
-        if status not in (None, 400, 402, 403, 429):
+        if status is not None and not (400 <= status < 500 and status not in (401, 404)):
             return None
         # A limit per minute, or one the provider says when to retry, is temporary whatever its wording.
         temporary = retry_hinted or Family.RATE_WINDOW in words

@@ -76,6 +76,8 @@ WORDINGS: tuple[Wording, ...] = (
         "OpenAI, Groq: a request larger than the per-minute token limit (docs: rate limits)",
     ),
     Wording(r"keep the first \d+ tokens when context the overflows", F.OVERFLOW, "LM Studio (reports)"),
+    Wording(r"input token count .{0,60}(?:exceeds|only supports up to)", F.OVERFLOW, "Vertex AI (docs)"),
+    Wording(r"must have less than \d+ tokens", F.OVERFLOW, "Hugging Face TGI (reports)"),
     Wording(r"string too long\. expected a string with maximum length", F.OVERFLOW, "OpenAI (reports)"),
     # -- memory -----------------------------------------------------------------------------------------
     Wording(r"requires more system memory", F.MEMORY, "Ollama: 500 (reports)"),
@@ -102,7 +104,7 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(r"monthly spending limit|spend(?:ing)? limit", F.QUOTA, "xAI, OpenAI (reports)"),
     # -- rate windows -----------------------------------------------------------------------------------
     Wording(
-        r"per[ -]minute|per[ -]second|per min\b|\brpm\b|\btpm\b|/min\b",
+        r"per[ -](?:minute|second|hour|day)|per min\b|\brpm\b|\btpm\b|/min\b",
         F.RATE_WINDOW,
         "OpenAI, Gemini, Azure: limits per minute (docs)",
     ),
@@ -117,6 +119,8 @@ WORDINGS: tuple[Wording, ...] = (
     ),
     Wording(r"image_url is only supported", F.IMAGE, "OpenAI, non-vision model (reports)"),
     Wording(r"invalid.{0,60}image_url", F.IMAGE, "OpenAI: Invalid 'messages[1].content[0].image_url.url'"),
+    Wording(r"unknown variant .?image_url", F.IMAGE, "DeepSeek, text-only models (reports)"),
+    Wording(r"missing data required for image input", F.IMAGE, "Ollama, model without a projector (reports)"),
     Wording(r"(?:does not|doesn't) support (?:image|vision|multimodal)", F.IMAGE, "Groq, DeepSeek (reports)"),
     # -- structure --------------------------------------------------------------------------------------
     Wording(r"tool_use.{0,3} ids? were found without.{0,3}tool_result", F.STRUCTURE, "Anthropic (reports)"),
@@ -178,7 +182,7 @@ MEANINGS: tuple[Meaning, ...] = (
         span=40,
     ),
     Meaning(
-        (r"\btokens?\b", r"exceeds? (?:the )?(?:model'?s? )?(?:max|maximum|limit)"),
+        (r"\btokens?\b", r"exceeds? (?:the )?(?:model'?s? )?(?:max|maximum|limit)|cannot exceed"),
         F.OVERFLOW,
         "tokens exceed the maximum: Cerebras, Fireworks, Together",
         span=40,
@@ -208,7 +212,8 @@ MEANINGS: tuple[Meaning, ...] = (
             r"tool[_ ]calls?|tool_use|tool_result|tool[_ ]call[_ ]id|tool (?:message|output|result)s?"
             r"|function[_ ]calls?|function[_ ]call[_ ]output|function (?:response|result)s?|call_id",
             r"\bwithout\b|\bmissing\b|not found|no .{0,30}found|followed by|must be a response|corresponding"
-            r"|preceding|preceeding|immediately after|does not match|do not match|must have",
+            r"|preceding|preceeding|immediately after|does not match|do not match|must have|did not find"
+            r"|must begin with",
         ),
         F.STRUCTURE,
         "tool call + missing/without/not found/followed by: OpenAI, Anthropic, Gemini, Bedrock, Mistral",
