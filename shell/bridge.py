@@ -11,6 +11,7 @@ from sampler import FILTERED_MESSAGE, LlmError, LlmErrorKind
 __all__ = [
     "COMPACTION_GAVE_UP",
     "MAX_AUTH_REFRESHES",
+    "QUOTA_USED_UP",
     "CompactAndResubmit",
     "FailTurn",
     "RecoveryAction",
@@ -23,6 +24,9 @@ __all__ = [
 
 MAX_AUTH_REFRESHES = 2
 """Refreshes tried within one step before an auth failure ends the turn."""
+
+QUOTA_USED_UP = "The account's credit or budget is used up: top it up or raise the limit, then try again."
+"""How a ``quota_exhausted`` turn failure begins; the provider's own words follow."""
 
 COMPACTION_GAVE_UP = "Compaction failed to bring the context under the model window after {n} attempts."
 
@@ -75,7 +79,9 @@ class RecoveryBridge:
     ``auth`` → :class:`RefreshAuthAndResubmit` up to :data:`MAX_AUTH_REFRESHES` times; ``context_overflow``
     (and ``request_too_large`` when the estimate is at least half the window) → :class:`CompactAndResubmit`
     up to ``max_compactions`` consecutive cycles, learning the window as 85 % of the estimate; a filtered
-    answer → ``provider_filtered``; anything else fails the turn with the error's kind and message.
+    answer → ``provider_filtered`` with the provider's own message; ``quota_exhausted`` says that the
+    account's credit or budget is used up, in the provider's words; anything else fails the turn with the
+    error's kind and message.
     Call :meth:`step_succeeded` when a step completes, so the counters start again.
     """
 
@@ -93,7 +99,7 @@ class RecoveryBridge:
     def on_failed(self, error: LlmError, *, estimated_tokens: int, window: int) -> RecoveryAction:
         """The action for ``error``, given the request's estimated size and the effective window."""
         if error.filtered:
-            return FailTurn("provider_filtered", FILTERED_MESSAGE)
+            return FailTurn("provider_filtered", error.message or FILTERED_MESSAGE)
         if error.kind is LlmErrorKind.AUTH:
             if self._auth_tries >= MAX_AUTH_REFRESHES:
                 return FailTurn(
@@ -115,6 +121,8 @@ class RecoveryBridge:
         message = error.message or f"the provider failed ({error.kind})"
         if error.status is not None and str(error.status) not in message:
             message = f"{message} (HTTP {error.status})"
+        if error.kind is LlmErrorKind.QUOTA_EXHAUSTED:
+            message = f"{QUOTA_USED_UP} The provider said: {message}"
         return FailTurn(str(error.kind), message)
 
     def on_summary_failed(

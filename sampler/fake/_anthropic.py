@@ -9,6 +9,7 @@ import msgspec
 from ._auth import Verdict
 from ._reply import Reply, estimate_tokens
 from ._wire import (
+    TPM_TOO_LARGE,
     BadRequest,
     Meta,
     Parsed,
@@ -183,6 +184,16 @@ class AnthropicWire:
                 return json_response(529, _error("overloaded_error", "Overloaded"), retry)
             case "token_expired":
                 return self.auth_error("expired")
+            case "budget_exhausted":
+                message = (
+                    "You have reached your specified API usage limits. You will regain access on 2031-01-01."
+                )
+                return json_response(429, _error("rate_limit_error", message))
+            case "request_too_large_tpm":
+                return json_response(429, _error("rate_limit_error", TPM_TOO_LARGE))
+            case "error_in_200":
+                message = "upstream request failed: the model refused the request's parameters"
+                return json_response(200, _error("invalid_request_error", message))
             case _:
                 status = fault.http_status
                 kind = "api_error" if status >= 500 else "invalid_request_error"

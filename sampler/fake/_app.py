@@ -216,7 +216,7 @@ class ProviderApp:
         watcher = asyncio.create_task(_watch_disconnect(receive, gone))
         self._active.add(gone)
         try:
-            if parsed.stream:
+            if parsed.stream and (fault is None or fault.kind != "whole_answer"):
                 await self._stream(send, wire, reply, meta, fault, gone, request_id)
             else:
                 await self._whole(send, wire, reply, meta, fault, gone, request_id)
