@@ -166,7 +166,7 @@ async def sample_step(
                 emit(ProjectionFallback(request_id, fallback, error.kind))
             decision = decide(error, attempt, policy, rng)
             if not decision.retry:
-                failed = Failed(request_id, decision.error, attempt)
+                failed = Failed(request_id, _with_projections(decision.error, projections), attempt)
                 emit(failed)
                 return failed
             emit(
@@ -188,6 +188,14 @@ async def sample_step(
         partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
         emit(Cancelled(request_id, partial, attempt))
         raise
+
+
+def _with_projections(error: LlmError, projections: list[Projection]) -> LlmError:
+    """``error`` saying which re-shaped requests were tried before it, if any were."""
+    if not projections:
+        return error
+    tried = ", ".join(dict.fromkeys(str(p) for p in projections))
+    return msgspec.structs.replace(error, message=f"{error.message} (also rejected when re-sent as: {tried})")
 
 
 def _judge(result: AssistantResult) -> LlmError | None:

@@ -72,6 +72,20 @@ SummaryRecovery: TypeAlias = RefreshAuthAndResubmit | SummariseInChunks | StubOl
 
 _START_OVER = "Start a new session or raise the context window."
 
+_AFTER_REPAIR = {
+    LlmErrorKind.REQUEST_STRUCTURE: (
+        "The provider rejected the conversation's structure although the history had been repaired (every "
+        "tool call paired with one result, orphan results dropped, empty images replaced) and the request "
+        "re-sent in the strictest structure where that changed it. The turn failed; the session stays "
+        "usable, and the next request is built from the merged history."
+    ),
+    LlmErrorKind.IMAGE_FORMAT: (
+        "The provider rejected an image although images had been repaired (empty ones replaced) and the "
+        "request re-sent without media where it had any. The turn failed; the session stays usable, and "
+        "the next request replaces the history's images by placeholders."
+    ),
+}
+
 
 class RecoveryBridge:
     """Decides, per step, how a failure is recovered — with bounded tries, never a loop.
@@ -80,8 +94,9 @@ class RecoveryBridge:
     (and ``request_too_large`` when the estimate is at least half the window) → :class:`CompactAndResubmit`
     up to ``max_compactions`` consecutive cycles, learning the window as 85 % of the estimate; a filtered
     answer → ``provider_filtered`` with the provider's own message; ``quota_exhausted`` says that the
-    account's credit or budget is used up, in the provider's words; anything else fails the turn with the
-    error's kind and message.
+    account's credit or budget is used up, in the provider's words; ``request_structure`` and
+    ``image_format`` (which reach the session only after the sampler's re-shaped requests failed too) say
+    which repairs were tried; anything else fails the turn with the error's kind and message.
     Call :meth:`step_succeeded` when a step completes, so the counters start again.
     """
 
@@ -123,6 +138,8 @@ class RecoveryBridge:
             message = f"{message} (HTTP {error.status})"
         if error.kind is LlmErrorKind.QUOTA_EXHAUSTED:
             message = f"{QUOTA_USED_UP} The provider said: {message}"
+        elif error.kind in _AFTER_REPAIR:
+            message = f"{_AFTER_REPAIR[error.kind]} The provider said: {message}"
         return FailTurn(str(error.kind), message)
 
     def on_summary_failed(

@@ -8,6 +8,7 @@ import msgspec
 
 from ._auth import Verdict
 from ._reply import Reply, estimate_tokens
+from ._strict import structure_rejection
 from ._wire import (
     TPM_TOO_LARGE,
     BadRequest,
@@ -191,6 +192,8 @@ class AnthropicWire:
                 return json_response(429, _error("rate_limit_error", message))
             case "request_too_large_tpm":
                 return json_response(429, _error("rate_limit_error", TPM_TOO_LARGE))
+            case "structure_rejected":
+                return self.bad_request(structure_rejection("anthropic"))
             case "error_in_200":
                 message = "upstream request failed: the model refused the request's parameters"
                 return json_response(200, _error("invalid_request_error", message))

@@ -91,3 +91,5 @@ class FaultDecider:
                 return Fault.whole_answer()
             case "error_in_200":
                 return Fault.error_in_200()
+            case "structure_rejected":
+                return Fault.structure_rejected()

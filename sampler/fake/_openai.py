@@ -8,6 +8,7 @@ import msgspec
 
 from ._auth import Verdict
 from ._reply import Reply, estimate_tokens
+from ._strict import structure_rejection
 from ._wire import (
     TPM_TOO_LARGE,
     BadRequest,
@@ -195,6 +196,8 @@ class OpenAIWire:
                 return json_response(429, _error(message, "budget_exceeded", "429"))
             case "request_too_large_tpm":
                 return json_response(429, _error(TPM_TOO_LARGE, "tokens", "rate_limit_exceeded"))
+            case "structure_rejected":
+                return self.bad_request(structure_rejection("openai"))
             case "error_in_200":
                 message = "upstream request failed: the model refused the request's parameters"
                 return json_response(200, _error(message, "invalid_request_error"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["history_problem"]
+__all__ = ["history_problem", "structure_rejection"]
 
 _OPENAI_UNPAIRED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
@@ -36,6 +36,13 @@ _ANTHROPIC_ORPHAN = (
     "`tool_result` block must have a corresponding `tool_use` block in the previous message."
 )
 _ANTHROPIC_EMPTY_IMAGE = "messages.{i}.content.{j}.image.source.base64: image cannot be empty"
+
+
+def structure_rejection(wire: str) -> str:
+    """The wire's provider's words for a tool call left without its result (for an injected fault)."""
+    if wire == "anthropic":
+        return _ANTHROPIC_UNPAIRED.format(i=1, ids="toolu_fake")
+    return _OPENAI_UNPAIRED.format(ids="call_fake")
 
 
 def history_problem(wire: str, request: Any, strict: bool, alternate_roles: bool) -> str | None:

@@ -44,6 +44,7 @@ FaultKind = Literal[
     "request_too_large_tpm",
     "whole_answer",
     "error_in_200",
+    "structure_rejected",
 ]
 """Every kind of fault; `ProviderStats.faults` counts injected faults by these names."""
 
@@ -57,6 +58,7 @@ _QUEUE_ONLY: frozenset[FaultKind] = frozenset(
         "request_too_large_tpm",
         "whole_answer",
         "error_in_200",
+        "structure_rejected",
     }
 )
 """Kinds only a scripted queue injects; a plan draws none of them."""
@@ -73,6 +75,7 @@ STATUS_KINDS: frozenset[FaultKind] = frozenset(
         "budget_exhausted",
         "request_too_large_tpm",
         "error_in_200",
+        "structure_rejected",
     }
 )
 """Faults answered with an error response instead of the model's reply (`error_in_200` with status 200)."""
@@ -232,6 +235,12 @@ class Fault(msgspec.Struct, frozen=True, kw_only=True):
     def error_in_200(cls) -> Fault:
         """A JSON error body with status 200 (a gateway's way of reporting an upstream failure)."""
         return cls(kind="error_in_200", http_status=200)
+
+    @classmethod
+    def structure_rejected(cls) -> Fault:
+        """400 refusing the history's structure (a tool call without its result), in the wire's provider's
+        words, whatever the request holds."""
+        return cls(kind="structure_rejected", http_status=400)
 
     @classmethod
     def token_expired(cls) -> Fault:

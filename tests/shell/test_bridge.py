@@ -131,3 +131,16 @@ def test_with_nothing_to_compact_or_too_little_shrink_the_turn_fails_as_context_
     assert nothing.kind == "context_overflow" and "nothing left to compact" in nothing.message
     small = RecoveryBridge.compaction_too_small(9000, 8800)
     assert small.kind == "context_overflow" and "(9000 → 8800 estimated tokens)" in small.message
+
+
+def test_a_structure_rejected_after_every_repair_fails_saying_which_repairs_were_tried() -> None:
+    words = (
+        "messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1 "
+        "(also rejected when re-sent as: strict_structure)"
+    )
+    error = LlmError(LlmErrorKind.REQUEST_STRUCTURE, status=400, message=words)
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert isinstance(action, FailTurn) and action.kind == "request_structure"
+    assert "every tool call paired with one result" in action.message
+    assert "strictest structure" in action.message and "session stays usable" in action.message
+    assert action.message.endswith(f"The provider said: {words} (HTTP 400)")
