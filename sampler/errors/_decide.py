@@ -35,6 +35,7 @@ _IMAGE_PARAM = re.compile(r"image", re.IGNORECASE)
 
 _PRECEDENCE = (
     Family.FILTERED,
+    Family.OUTPUT_LIMIT,
     Family.OVERFLOW,
     Family.MEMORY,
     Family.QUOTA,
@@ -117,6 +118,8 @@ def _fit(family: Family, status: int | None, words: set[Family], retry_hinted: b
     server = status is not None and 500 <= status < 600
     if family is Family.FILTERED:
         return LlmErrorKind.PROVIDER if status is None or (400 <= status < 500 and status != 429) else None
+    if family is Family.OUTPUT_LIMIT:
+        return LlmErrorKind.PROVIDER if client else None
     if family is Family.OVERFLOW:
         return LlmErrorKind.CONTEXT_OVERFLOW if client or server or status == 429 else None
     if family is Family.MEMORY:

@@ -13,6 +13,9 @@ class Family(enum.Enum):
 
     OVERFLOW = "overflow"
     """The conversation does not fit the model's context (or the request alone exceeds a token limit)."""
+    OUTPUT_LIMIT = "output_limit"
+    """The requested output alone is larger than the model allows: a parameter error, not an overflow
+    (a smaller history cannot help)."""
     MEMORY = "memory"
     """The server lacks the memory to load or run the model: fails at once, compaction cannot help."""
     QUOTA = "quota"

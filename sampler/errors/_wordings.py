@@ -79,6 +79,13 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(r"input token count .{0,60}(?:exceeds|only supports up to)", F.OVERFLOW, "Vertex AI (docs)"),
     Wording(r"must have less than \d+ tokens", F.OVERFLOW, "Hugging Face TGI (reports)"),
     Wording(r"string too long\. expected a string with maximum length", F.OVERFLOW, "OpenAI (reports)"),
+    # -- output limits (not overflows) --------------------------------------------------------------------
+    Wording(
+        r"`?max_(?:completion_)?tokens`? must be less than or equal to",
+        F.OUTPUT_LIMIT,
+        "Groq: max_tokens above the model's limit, even though the message names the context window",
+    ),
+    Wording(r"max_tokens.{0,20}is too large", F.OUTPUT_LIMIT, "OpenAI: max_tokens above the model's limit"),
     # -- memory -----------------------------------------------------------------------------------------
     Wording(r"requires more system memory", F.MEMORY, "Ollama: 500 (reports)"),
     Wording(

@@ -1034,6 +1034,29 @@ TABLE: list[Body] = [
     Body("Groq", "docs: errors", 401, oai("Invalid API Key", code="invalid_api_key"), K.AUTH),
     Body(
         "Groq",
+        "report: max_tokens above the model's limit is not an overflow",
+        400,
+        oai(
+            "`max_tokens` must be less than or equal to `32768`, the maximum value for `max_tokens` is less than the "
+            "`context_window` for this model",
+            param="max_tokens",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: max_tokens too large is not an overflow",
+        400,
+        oai(
+            "max_tokens is too large: 100000. This model supports at most 16384 completion tokens, whereas you "
+            "provided 100000.",
+            param="max_tokens",
+            code="invalid_value",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "Groq",
         "report: vision",
         400,
         oai("messages[1].content must be a string", param="messages[1].content"),
