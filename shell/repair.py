@@ -34,10 +34,13 @@ from sampler.messages import (
 
 from .compaction import Entry
 
-__all__ = ["NO_RESULT", "Repair", "plan_repair"]
+__all__ = ["EMPTIED", "NO_RESULT", "Repair", "plan_repair"]
 
 NO_RESULT = "no result was recorded for this tool call; it may or may not have run"
 """The content of the ``is_error`` result that answers an unpaired tool call."""
+
+EMPTIED = "[the history held only tool results without their calls; they were dropped]"
+"""The user text that stands for a projection whose every message was dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +93,12 @@ def plan_repair(
     """The repair the projection ``entries`` needs, or ``None`` when it needs none.
 
     Guarantees on the mended projection: every tool call of an assistant message is answered by exactly
-    one result, placed right after it in call order; no result lacks its call; no image lacks data; with
-    ``merge_roles``, no two user messages and no two assistant messages (the first without tool calls)
-    follow each other, and no message is empty; with ``drop_images``, no image is left. No text is lost:
-    merged messages keep every part. ``replaced`` is the tail of the projection from the first mended
+    one result, placed in the run of tool messages right after it (a run that needed no change keeps its
+    order, which need not be the calls' order; a mended run is in call order); no result lacks its call;
+    no image lacks data; with ``merge_roles``, no two user messages and no two assistant messages (the
+    first without tool calls) follow each other, and no message is empty; with ``drop_images``, no image
+    is left. Merged messages keep every part; what leaves the projection (a dropped orphan result, an
+    empty message) stays in the store. ``replaced`` is the tail of the projection from the first mended
     message on (at least one message, so that the mended ones have a place to take).
     """
     tally = _Tally()
@@ -110,8 +115,8 @@ def plan_repair(
         start -= 1
         tail = [item for item in mended if item.anchor >= start]
     messages = tuple((item.turn, item.message) for item in tail if item.message is not None)
-    if not messages:
-        return None
+    if not messages:  # nothing at all survives: a note keeps the replaced messages' place
+        messages = ((entries[0][1], UserMessage.of_text(EMPTIED)),)
     replaced = tuple(seq for seq, _, _ in entries[start:])
     return Repair(replaced, messages, tally.words())
 
@@ -148,24 +153,29 @@ def _answers(
     result_for: dict[str, int],
     tally: _Tally,
 ) -> list[_Mended]:
-    """The results of ``message``'s calls, in call order, right after it (the anchor ``index``)."""
-    out: list[_Mended] = []
-    expected = index + 1
-    turn = entries[index][1]
-    for call in message.tool_calls:
-        if calls_at.get(call.id) != index:
-            continue  # a repeated call id: the first message holding it is answered
-        found = result_for.get(call.id)
+    """The results of ``message``'s calls right after it (the anchor ``index``). When every call is answered
+    in the run of tool messages that follows it, that run stays as it is, in its order; otherwise results
+    from elsewhere are moved there, a call without any result gets a synthetic one, and the run is laid out
+    in call order."""
+    run_end = index + 1
+    while run_end < len(entries) and isinstance(entries[run_end][2], ToolMessage):
+        run_end += 1
+    own = [call.id for call in message.tool_calls if calls_at.get(call.id) == index]  # first holder answers
+    in_place = {result_for[c] for c in own if index < result_for.get(c, -1) < run_end}
+    if len(in_place) == len(own):
+        return [_Mended([entries[i][0]], i, entries[i][1], entries[i][2], False) for i in sorted(in_place)]
+    out: list[_Mended] = []  # something changes here: every result is laid out in call order
+    for call_id in own:
+        found = result_for.get(call_id)
         if found is None:
             tally.answered += 1
-            synthetic = ToolMessage(ToolResult(call.id, NO_RESULT, is_error=True))
-            out.append(_Mended([], index, turn, synthetic, changed=True))
+            synthetic = ToolMessage(ToolResult(call_id, NO_RESULT, is_error=True))
+            out.append(_Mended([], index, entries[index][1], synthetic, changed=True))
             continue
-        found_seq, found_turn, found_message = entries[found]
-        moved = found != expected
+        moved = found not in in_place
         tally.moved += moved
-        out.append(_Mended([found_seq], index if moved else found, found_turn, found_message, changed=moved))
-        expected = found + 1 if not moved else expected
+        seq, turn, result = entries[found]
+        out.append(_Mended([seq], index if moved else found, turn, result, changed=moved))
     return out
 
 

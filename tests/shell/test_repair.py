@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sampler.messages import (
     AssistantMessage,
     ImagePart,
@@ -66,6 +69,17 @@ def test_a_valid_projection_needs_no_repair() -> None:
     )
     assert plan_repair(history) is None
     assert plan_repair(history, merge_roles=True) is None
+
+
+def test_results_in_another_order_than_their_calls_need_no_repair() -> None:
+    history = entries(
+        UserMessage.of_text("read both"),
+        AssistantMessage("", (call("c1"), call("c2"))),
+        result("c2", "finished first"),
+        result("c1"),
+        AssistantMessage("done"),
+    )
+    assert plan_repair(history) is None
 
 
 def test_an_unpaired_tool_call_gets_an_error_result_right_after_it() -> None:
@@ -191,3 +205,47 @@ def test_the_mended_projection_is_one_strict_structure_leaves_alone() -> None:
     mended = tuple(projection(history, repair))
     request = ModelRequest(model="m", messages=mended)
     assert strict_structure(request) is request
+
+
+_part = st.sampled_from([TextPart("t"), ImagePart("image/png", data=""), ImagePart("image/png", data="AA==")])
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[tuple[int, int, Message]]:
+    """Random projections: prompts (some with images), answers, tool calls (ids never reused) and results
+    for calls made or not, in any order."""
+    messages: list[Message] = []
+    made: list[str] = []
+    for n in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["user", "assistant", "calls", "result", "orphan"]))
+        if kind == "user":
+            messages.append(UserMessage(tuple(draw(st.lists(_part, min_size=1, max_size=3)))))
+        elif kind == "assistant":
+            messages.append(AssistantMessage(draw(st.sampled_from(["", "text"]))))
+        elif kind == "calls":
+            ids = [f"c{n}_{i}" for i in range(draw(st.integers(1, 3)))]
+            made += ids
+            messages.append(AssistantMessage("", tuple(call(i) for i in ids)))
+        elif kind == "result" and made:
+            messages.append(result(draw(st.sampled_from(made))))
+        else:
+            messages.append(result(f"ghost{n}"))
+    return [(seq, seq, m) for seq, m in enumerate(messages, start=1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=histories(), merge_roles=st.booleans(), drop_images=st.booleans())
+def test_any_history_is_mended_into_a_valid_one_and_mending_it_again_changes_nothing(
+    history: list[tuple[int, int, Message]], merge_roles: bool, drop_images: bool
+) -> None:
+    repair = plan_repair(history, merge_roles=merge_roles, drop_images=drop_images)
+    if repair is None:
+        mended = [m for _, _, m in history]
+    else:
+        assert repair.replaced == tuple(seq for seq, _, _ in history[-len(repair.replaced) :])
+        mended = projection(history, repair)
+    assert_valid_structure(mended)
+    images = [p for m in mended if isinstance(m, UserMessage) for p in m.parts if isinstance(p, ImagePart)]
+    assert all(p.data for p in images) and not (drop_images and images)
+    again = [(seq, seq, m) for seq, m in enumerate(mended, start=1)]
+    assert plan_repair(again, merge_roles=merge_roles, drop_images=drop_images) is None
