@@ -260,7 +260,7 @@ TABLE: list[Body] = [
     ),
     Body(
         "OpenAI",
-        "report: ranxianglei/billion-context#766",
+        "report: jlcodes99/cockpit-tools#1234, ranxianglei/billion-context#766",
         400,
         oai("No tool output found for function call call_00_Jix34GFEsxl1dwSX.", param="input"),
         K.REQUEST_STRUCTURE,
@@ -494,9 +494,9 @@ TABLE: list[Body] = [
     ),
     Body(
         "Anthropic",
-        "docs: errors (413 from the API gateway)",
+        "report: anthropics/claude-code#6368",
         413,
-        ant("request_too_large", "Request size exceeds model context window"),
+        ant("invalid_request_error", "Request size exceeds model context window"),
         K.CONTEXT_OVERFLOW,
     ),
     Body(
@@ -531,11 +531,11 @@ TABLE: list[Body] = [
     ),
     Body(
         "Anthropic",
-        "report: usage limits",
+        "report: anthropics/claude-code#2127",
         400,
         ant(
             "invalid_request_error",
-            "You have reached your specified API usage limits. You will regain access on 2026-01-01 at 00:00 UTC.",
+            "You have reached your specified API usage limits. You will regain access on 2025-07-01 at 00:00 UTC.",
         ),
         K.QUOTA_EXHAUSTED,
     ),
@@ -852,7 +852,7 @@ TABLE: list[Body] = [
     ),
     Body(
         "Gemini",
-        "report: function calling order",
+        "report: google-gemini/gemini-cli#11814",
         400,
         goog(
             400,
@@ -945,14 +945,14 @@ TABLE: list[Body] = [
     # ---------------------------------------------------------------- Mistral
     Body(
         "Mistral",
-        "report: message order",
+        "report: BerriAI/litellm#17761",
         400,
         flat("Unexpected role 'user' after role 'tool'", type_="invalid_request_message_order", code="3230"),
         K.REQUEST_STRUCTURE,
     ),
     Body(
         "Mistral",
-        "report: last role",
+        "report: 0xPlaygrounds/rig#1130",
         400,
         flat(
             "Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant",
@@ -1385,7 +1385,7 @@ TABLE: list[Body] = [
     # ---------------------------------------------------------------- Fireworks
     Body(
         "Fireworks",
-        "report: ogx-ai/ogx#697",
+        "report: ogx-ai/ogx#697 reports this 400; the wording here is paraphrased",
         400,
         j(
             {
@@ -1632,10 +1632,10 @@ TABLE: list[Body] = [
     ),
     Body(
         "LiteLLM proxy",
-        "docs: budgets",
+        "report: BerriAI/litellm#40002",
         429,
         litellm(
-            "Budget has been exceeded! Key=sk-...abcd Spend=5.1 Budget=5.0",
+            "Budget has been exceeded! Key=e7fbc61f Current cost: 0.0, Estimated request cost: 3.64, Max budget: 2.5",
             type_="budget_exceeded",
             code="429",
         ),
@@ -2190,5 +2190,138 @@ TABLE: list[Body] = [
         "Requests)!!1</title><p><b>429.</b> <ins>That's an error.</ins><p>We're sorry, but you have sent too "
         "many requests to us recently. Please try again later.</html>",
         K.RATE_LIMIT,
+    ),
+    Body(
+        "LiteLLM proxy",
+        "report: BerriAI/litellm#4208",
+        400,
+        j(
+            {
+                "error": {
+                    "message": "Budget has been exceeded! Current cost: 0.0010747, Max budget: 0.0",
+                    "type": "auth_error",
+                    "param": None,
+                    "code": 400,
+                }
+            }
+        ),
+        K.QUOTA_EXHAUSTED,
+    ),
+    Body(
+        "LiteLLM proxy",
+        "report: BerriAI/litellm#14144",
+        429,
+        litellm(
+            "No deployments available - crossed budget: Exceeded budget for deployment model_name: gpt-4o, "
+            "litellm_params.model: openai/gpt-4o: 0.363 >= 1d",
+            code="429",
+        ),
+        K.QUOTA_EXHAUSTED,
+    ),
+    Body(
+        "LiteLLM proxy",
+        "docs: customer budgets",
+        400,
+        litellm(
+            "ExceededBudget: End User=ishaan3 over budget. Spend=0.000887, Budget=0.0001",
+            type_="auth_error",
+            code="400",
+        ),
+        K.QUOTA_EXHAUSTED,
+    ),
+    Body(
+        "OpenRouter",
+        "report: charmbracelet/crush#279 (Mistral upstream)",
+        400,
+        openrouter(
+            "Provider returned error",
+            400,
+            raw=flat(
+                "Unexpected role 'tool' after role 'user'", type_="invalid_request_message_order", code="3230"
+            ),
+            provider="Mistral",
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "Gemini",
+        "report: continuedev/continue#11164 (wrapped by a gateway)",
+        400,
+        j(
+            {
+                "error": {
+                    "message": '{"error": {"code": 400, "message": "Please ensure that function call turn comes immediately after a '
+                    'user turn or after a function response turn.", "status": "INVALID_ARGUMENT"}}',
+                    "code": 400,
+                    "status": "Bad Request",
+                }
+            }
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "Gemini",
+        "report: google-gemini/gemini-cli#1811",
+        429,
+        j(
+            {
+                "error": {
+                    "code": 429,
+                    "message": "Resource has been exhausted (e.g. check quota).",
+                    "errors": [
+                        {
+                            "message": "Resource has been exhausted (e.g. check quota).",
+                            "domain": "global",
+                            "reason": "rateLimitExceeded",
+                        }
+                    ],
+                    "status": "RESOURCE_EXHAUSTED",
+                }
+            }
+        ),
+        K.RATE_LIMIT,
+    ),
+    Body(
+        "Mistral",
+        "report: datapizza-labs/datapizza-ai#98",
+        400,
+        flat("Unexpected role 'user' after role 'tool'", type_="invalid_request_message_order", code="3230"),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "vLLM (Mistral model)",
+        "report: mistralai/mistral-vibe#578",
+        400,
+        j(
+            {
+                "error": {
+                    "message": "Unexpected role 'user' after role 'tool'",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                }
+            }
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "Ollama",
+        "report: continuedev/continue#9528",
+        500,
+        simple("model requires more system memory (127.8 GiB) than is available (13.2 GiB)"),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: Aider-AI/aider#1880",
+        429,
+        oai(
+            "Request too large for gpt-4o in organization org-2it on tokens per min (TPM): Limit 30000, Requested "
+            "36278. The input or output tokens must be reduced in order to run successfully. Visit "
+            "https://platform.openai.com/account/rate-limits to learn more.",
+            type_="tokens",
+            code="rate_limit_exceeded",
+        ),
+        K.CONTEXT_OVERFLOW,
     ),
 ]
