@@ -21,7 +21,8 @@ class Family(enum.Enum):
     QUOTA = "quota"
     """The account's credit, budget, billing or quota is used up."""
     RATE_WINDOW = "rate_window"
-    """The limit named is per minute or second: a quota in these words is a rate limit."""
+    """The limit named is per minute or second: a quota in these words is a rate limit (one per hour or
+    day is not: no retry within a step's patience can outlast it)."""
     IMAGE = "image"
     """An image or other media part was rejected."""
     STRUCTURE = "structure"

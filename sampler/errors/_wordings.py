@@ -111,7 +111,7 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(r"monthly spending limit|spend(?:ing)? limit", F.QUOTA, "xAI, OpenAI (reports)"),
     # -- rate windows -----------------------------------------------------------------------------------
     Wording(
-        r"per[ -](?:minute|second|hour|day)|per min\b|\brpm\b|\btpm\b|/min\b",
+        r"per[ -](?:minute|second)|per min\b|\brpm\b|\btpm\b|/min\b",
         F.RATE_WINDOW,
         "OpenAI, Gemini, Azure: limits per minute (docs)",
     ),

@@ -177,3 +177,11 @@ def test_the_classifier_never_raises_on_random_json_of_provider_shape(
     error = classify_http_error(status, json.dumps(value), headers)
 
     assert isinstance(error, LlmError) and error.status == status
+
+
+def test_a_limit_per_minute_is_waited_out_but_one_per_day_is_not() -> None:
+    def body(message: str) -> str:
+        return json.dumps({"message": message, "type": "too_many_requests_error", "code": "quota_exceeded"})
+
+    assert classify_http_error(429, body("Tokens per minute limit exceeded"), {}).kind is K.RATE_LIMIT
+    assert classify_http_error(429, body("Requests per day limit exceeded"), {}).kind is K.QUOTA_EXHAUSTED

@@ -1519,7 +1519,7 @@ TABLE: list[Body] = [
                 "code": "request_quota_exceeded",
             }
         ),
-        K.RATE_LIMIT,
+        K.QUOTA_EXHAUSTED,
     ),
     Body(
         "Cerebras",
