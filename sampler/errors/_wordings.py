@@ -127,6 +127,8 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(r"image_url is only supported", F.IMAGE, "OpenAI, non-vision model (reports)"),
     Wording(r"invalid.{0,60}image_url", F.IMAGE, "OpenAI: Invalid 'messages[1].content[0].image_url.url'"),
     Wording(r"unknown variant .?image_url", F.IMAGE, "DeepSeek, text-only models (reports)"),
+    Wording(r"illegal base64 data at input byte", F.IMAGE, "Ollama: an image that is not base64 (reports)"),
+    Wording(r"must be a base64 encoded image", F.IMAGE, "LM Studio (reports)"),
     Wording(r"missing data required for image input", F.IMAGE, "Ollama, model without a projector (reports)"),
     Wording(r"(?:does not|doesn't) support (?:image|vision|multimodal)", F.IMAGE, "Groq, DeepSeek (reports)"),
     # -- structure --------------------------------------------------------------------------------------

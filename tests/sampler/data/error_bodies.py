@@ -2324,4 +2324,170 @@ TABLE: list[Body] = [
         ),
         K.CONTEXT_OVERFLOW,
     ),
+    Body(
+        "OpenAI-compatible gateway",
+        "report: itmisx/deepx-code#94",
+        400,
+        oai(
+            "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'",
+            code="invalid_request_error",
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "OpenAI-compatible gateway",
+        "report: miurla/morphic#136",
+        400,
+        oai(
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+            "'tool_calls'. (request id: 2024051116100984850589317176109) (request id: 20240511161006903012458ab9obA9U)",
+            param="messages.[3].role",
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "Qwen (DashScope)",
+        "report: QwenLM/qwen-code#2435",
+        400,
+        oai(
+            "<400> InternalError.Algo.InvalidParameter: An assistant message with \u201ctool_calls\u201d must be "
+            "followed by tool messages responding to each \u201ctool_call_id\u201d. The following tool_call_ids did "
+            "not have response messages: message[571].role"
+        ),
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "OpenAI",
+        "report: BloomLabsInc/genkit-plugins#225 (as plain text)",
+        400,
+        "400 An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages",
+        K.REQUEST_STRUCTURE,
+    ),
+    Body(
+        "OpenAI-compatible gateway",
+        "report: MayDay-wpf/snow-app#113",
+        413,
+        j({"error": {"message": "Request payload is too large", "type": "invalidrequesterror"}}),
+        K.REQUEST_TOO_LARGE,
+    ),
+    Body(
+        "OpenAI-compatible gateway",
+        "report: MayDay-wpf/snow-app#113",
+        400,
+        j({"error": {"message": "upstream request failed", "type": "upstream_error"}}),
+        K.PROVIDER,
+    ),
+    Body(
+        "Azure OpenAI",
+        "report: microsoft/azurechat#481",
+        400,
+        oai("Invalid image (base64) data."),
+        K.IMAGE_FORMAT,
+    ),
+    Body(
+        "Ollama",
+        "report: langgenius/dify#8170",
+        400,
+        simple("illegal base64 data at input byte 5"),
+        K.IMAGE_FORMAT,
+    ),
+    Body(
+        "LM Studio",
+        "report: presidio-oss/cline-based-code-generator#195",
+        400,
+        simple("'url' field must be a base64 encoded image."),
+        K.IMAGE_FORMAT,
+    ),
+    Body(
+        "Gemini (through a gateway)",
+        "report: tech-shrimp/gemini-balance-lite#7",
+        429,
+        j(
+            {
+                "error": {
+                    "message": 'Error from provider(429): {\n  "error": {\n    "code": 429,\n    "message": "Resource has been '
+                    'exhausted (e.g. check quota).",\n    "status": "RESOURCE_EXHAUSTED"\n  }\n}\n'
+                }
+            }
+        ),
+        K.RATE_LIMIT,
+    ),
+    Body(
+        "Gemini (through a gateway)",
+        "report: lbjlaq/Antigravity-Manager#583",
+        429,
+        j(
+            {
+                "error": {
+                    "message": 'All accounts exhausted. Last error: HTTP 429: { "error": { "code": 429, "message": "No capacity '
+                    'available for model gemini-3-pro-image on the server", "status": "RESOURCE_EXHAUSTED", "details": [ { '
+                    '"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "MODEL_CAPACITY_EXHAUSTED" } ] } }'
+                }
+            }
+        ),
+        K.RATE_LIMIT,
+    ),
+    Body(
+        "Gemini Code Assist",
+        "report: su-kaka/gcli2api#416",
+        429,
+        goog(
+            429,
+            "Resource has been exhausted (e.g. check quota).",
+            "RESOURCE_EXHAUSTED",
+            [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "INSUFFICIENT_G1_CREDITS_BALANCE",
+                    "metadata": {"error_number": "2008"},
+                }
+            ],
+        ),
+        K.QUOTA_EXHAUSTED,
+    ),
+    Body(
+        "OpenAI",
+        "report: Chanzhaoyu/chatgpt-web#372",
+        400,
+        oai(
+            "This model's maximum context length is 4096 tokens. However, you requested 4118 tokens (3118 in the "
+            "messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+            param="messages",
+            code="context_length_exceeded",
+        ),
+        K.CONTEXT_OVERFLOW,
+    ),
+    Body(
+        "OpenAI (through a PHP proxy)",
+        "report: dirk1983/deepseek#11",
+        400,
+        "Server returned an error message\uff1aThis model's maximum context length is 4096 tokens. However, you "
+        "requested 4222 tokens (1222 in the messages, 3000 in the completion). Please reduce the length of the "
+        "messages or completion.",
+        K.CONTEXT_OVERFLOW,
+    ),
+    Body(
+        "LiteLLM proxy",
+        "report: BerriAI/litellm#14144",
+        400,
+        j(
+            {
+                "error": {
+                    "message": "Budget has been exceeded! Team=99c74652-6e33-4dbd-93f3-5b545da15ade",
+                    "type": None,
+                    "param": None,
+                    "code": "400",
+                }
+            }
+        ),
+        K.QUOTA_EXHAUSTED,
+    ),
+    Body(
+        "OpenAI-compatible gateway",
+        "report: NousResearch/hermes-agent#6964",
+        400,
+        j({"error": {"message": "Invalid request data", "type": "invalid_request_error"}}),
+        K.PROVIDER,
+    ),
 ]
