@@ -27,7 +27,7 @@ import ray
 from sampler.fake import FakeProvider, FinalAnswer, Script
 from shell import Host, load_settings
 from shell import events as ev
-from shell.ray_pool import ClusterSettings, PoolHost
+from shell.cluster import ClusterSettings, PoolHost
 
 
 def settings_for(provider: FakeProvider, directory: Path) -> Any:

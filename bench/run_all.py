@@ -184,6 +184,7 @@ _BENCHMARKS = (
     _Benchmark(
         "convergence", "convergence_bench.py", ("--json",), ("--json", "--turns", "30"), figures_from_json
     ),
+    _Benchmark("sandbox", "sandbox_bench.py", ("--json",), ("--json", "--calls", "20"), figures_from_json),
 )
 
 

@@ -32,6 +32,7 @@ from .events import (
     Outcome,
     Projection,
     ProjectionFallback,
+    Queued,
     Retrying,
     SamplerEvent,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "ProjectionFallback",
     "ProjectionMemory",
     "ProviderName",
+    "Queued",
     "RetryDecision",
     "RetryPolicy",
     "Retrying",

@@ -18,6 +18,7 @@ from ._transport import TrioTransport, proxy_configured
 from .core import ProjectionMemory, SamplerSettings, sample_step
 from .errors import LlmError, LlmErrorKind
 from .events import Cancelled, Failed
+from .gate import GateClient
 from .messages import AssistantMessage, ModelRequest
 
 __all__ = [
@@ -101,6 +102,8 @@ class SamplerRuntime:
     running: dict[str, tuple[Sample, Job]] = field(default_factory=dict)
     queue: deque[Sample] = field(default_factory=deque)
     memories: dict[str, ProjectionMemory] = field(default_factory=dict)
+    gate: GateClient | None = None
+    """The host's provider gate, when it has one: every attempt passes through it."""
     _client: httpx.AsyncClient | None = None
 
     def __post_init__(self) -> None:
@@ -219,6 +222,7 @@ class SamplerActor(Actor):
                 api_key=runtime.api_key,
                 rng=runtime.rng,
                 memory=memory,
+                gate=runtime.gate,
             )
         finally:
             address.tell(_StepDone(sample.request_id))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
@@ -20,9 +21,11 @@ from .events import (
     Outcome,
     Projection,
     ProjectionFallback,
+    Queued,
     Retrying,
     SamplerEvent,
 )
+from .gate import GateClient, GateTimeout, QueueInfo
 from .messages import AssistantMessage, FinishReason, ModelRequest, media_parts_count
 from .projection import degrade_media, strict_structure, strip_media
 from .providers import (
@@ -113,6 +116,8 @@ class _Attempt:
     decoder: StreamDecoder | None = None
     streamed: bool = False
     pending: list[str] = field(default_factory=list)
+    status: int | None = None
+    headers: Mapping[str, str] | None = None
 
 
 async def sample_step(
@@ -125,6 +130,7 @@ async def sample_step(
     api_key: Callable[[], str | None] = lambda: None,
     rng: random.Random | None = None,
     memory: ProjectionMemory | None = None,
+    gate: GateClient | None = None,
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
@@ -132,6 +138,10 @@ async def sample_step(
     request-shape failures are re-sent with a degraded projection (:class:`ProjectionFallback`) without
     spending attempts; deltas are emitted coalesced. Cancelling the surrounding trio scope ends the step at
     once — also during a back-off — after emitting :class:`Cancelled` with what had streamed.
+
+    With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`Queued` when
+    the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
+    deadline fails the step with kind ``rate_limit``.
     """
     rng = rng or random.Random()
     memory = memory or ProjectionMemory()
@@ -139,13 +149,33 @@ async def sample_step(
     attempt = 0
     current = _Attempt()
     projections: list[Projection] = []
+    leases = itertools.count(1)
     try:
         while True:
             attempt += 1
             while True:
                 current = _Attempt()
                 projected = memory.project(request)
-                result = await _one_attempt(projected, request_id, client, settings, emit, api_key(), current)
+                if gate is None:
+                    result = await _one_attempt(
+                        projected, request_id, client, settings, emit, api_key(), current
+                    )
+                else:
+                    lease = f"{request_id}#{next(leases)}"
+                    try:
+                        await gate.acquire(lease, _rough_tokens(projected), _report_queue(request_id, emit))
+                    except GateTimeout as waited:
+                        failed = Failed(
+                            request_id, LlmError(LlmErrorKind.RATE_LIMIT, message=str(waited)), attempt
+                        )
+                        emit(failed)
+                        return failed
+                    try:
+                        result = await _one_attempt(
+                            projected, request_id, client, settings, emit, api_key(), current
+                        )
+                    finally:
+                        gate.release(lease, current.status, current.headers)
                 error = _judge(result) if isinstance(result, AssistantResult) else result
                 if error is None:
                     assert isinstance(result, AssistantResult)
@@ -198,6 +228,18 @@ def _with_projections(error: LlmError, projections: list[Projection]) -> LlmErro
     return msgspec.structs.replace(error, message=f"{error.message} (also rejected when re-sent as: {tried})")
 
 
+def _rough_tokens(request: ModelRequest) -> int:
+    """A quick estimate of a request's input tokens for the gate's token budgets (about 4 bytes each)."""
+    return len(msgspec.json.encode(request)) // 4
+
+
+def _report_queue(request_id: str, emit: Callable[[SamplerEvent], None]) -> Callable[[QueueInfo], None]:
+    def report(info: QueueInfo) -> None:
+        emit(Queued(request_id, info.place, info.reason.value, info.expected_wait))
+
+    return report
+
+
 def _judge(result: AssistantResult) -> LlmError | None:
     """The error a finished stream amounts to, or ``None`` when it is a usable answer."""
     if result.finish_reason is FinishReason.CONTENT_FILTER:
@@ -233,6 +275,7 @@ async def _one_attempt(
             async with client.stream(
                 "POST", url, content=adapter.encode_request(request), headers=headers, timeout=timeout
             ) as response:
+                attempt.status, attempt.headers = response.status_code, response.headers
                 if response.status_code != 200:
                     body = await _read_bounded(response, watchdog, idle)
                     return classify_http_error(response.status_code, body, response.headers)

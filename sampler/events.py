@@ -18,6 +18,7 @@ __all__ = [
     "Outcome",
     "Projection",
     "ProjectionFallback",
+    "Queued",
     "Retrying",
     "SamplerEvent",
 ]
@@ -39,6 +40,17 @@ class Delta(msgspec.Struct, frozen=True, tag=True):
 
     request_id: str
     text: str
+
+
+class Queued(msgspec.Struct, frozen=True, tag=True):
+    """The request has waited at the host's provider gate longer than its threshold: ``place`` in line (0:
+    next), ``reason`` (``cool_down``, ``budget`` or ``concurrency``) and the expected wait in seconds (None:
+    until a request in flight ends). Waiting spends no retry attempt."""
+
+    request_id: str
+    place: int
+    reason: str
+    expected_wait: float | None
 
 
 class Retrying(msgspec.Struct, frozen=True, tag=True):
@@ -94,5 +106,5 @@ class Cancelled(msgspec.Struct, frozen=True, tag=True):
 Outcome: TypeAlias = Completed | Failed | Cancelled
 """How a step ends: exactly one of these."""
 
-SamplerEvent: TypeAlias = Delta | Retrying | ProjectionFallback | Completed | Failed | Cancelled
+SamplerEvent: TypeAlias = Delta | Queued | Retrying | ProjectionFallback | Completed | Failed | Cancelled
 """Everything a step reports."""

@@ -1,7 +1,9 @@
 """turnkeep's session layer: sessions whose turns always converge and lose nothing, the host that runs
-many of them, its facades, the store and the configuration."""
+many of them, its façades, the store and the configuration.
 
-from .bridge import CompactAndResubmit, FailTurn, RecoveryAction, RecoveryBridge, RefreshAuthAndResubmit
+This door lists what embedding apps use; the parts a session is built from (the actors, the turn machine,
+the recovery bridge) are in their own modules. :mod:`turnkeep` is the product's public face."""
+
 from .config import ConfigError, Settings, load_settings
 from .credentials import CredentialProvider, CredentialRefreshError, NoCredentials, OAuthCredential, StaticKey
 from .events import (
@@ -11,6 +13,7 @@ from .events import (
     CompactionStarted,
     DoomLoopWarning,
     ProjectionFallback,
+    Queued,
     Retrying,
     SessionEvent,
     TextDelta,
@@ -22,11 +25,10 @@ from .events import (
     TurnStarted,
     event_to_json_dict,
 )
-from .facade import AsyncHost, AsyncSession, Host, Session, open_host
+from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
 from .host import AgentHost, HostError
 from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
-from .session import SessionActor, SessionOptions
-from .session_tree import SessionChaos, SessionParts, session_spec
+from .session_tree import SessionChaos
 from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
 
 __all__ = [
@@ -36,30 +38,24 @@ __all__ = [
     "AsyncSession",
     "AuthRefreshed",
     "Cancel",
-    "CompactAndResubmit",
     "CompactionFinished",
     "CompactionStarted",
     "ConfigError",
     "CredentialProvider",
     "CredentialRefreshError",
     "DoomLoopWarning",
-    "FailTurn",
     "Host",
+    "HostBackend",
     "HostError",
     "NoCredentials",
     "OAuthCredential",
     "PermissionDecision",
     "ProjectionFallback",
-    "RecoveryAction",
-    "RecoveryBridge",
-    "RefreshAuthAndResubmit",
+    "Queued",
     "Retrying",
     "Session",
-    "SessionActor",
     "SessionChaos",
     "SessionEvent",
-    "SessionOptions",
-    "SessionParts",
     "SessionRecord",
     "SessionStore",
     "Settings",
@@ -80,5 +76,4 @@ __all__ = [
     "load_settings",
     "open_host",
     "open_store",
-    "session_spec",
 ]

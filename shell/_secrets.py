@@ -1,17 +1,162 @@
-"""Redaction of credentials from text before it is stored or logged.
+"""Redaction of credentials from text before it is stored, logged or shown to the model.
 
-:func:`redact` recognises API keys, bearer tokens, credential assignments (``api_key=...``,
-``x-api-key: ...``, ``"access_token": "..."``), JWTs and cloud access keys, and replaces the secret part with
-``[redacted]``. :class:`RedactingFilter` applies it to log records.
+Two kinds: the exact values of the secrets this process holds (:data:`KNOWN_SECRETS`: the provider's API
+key, OAuth tokens, the serve token), each replaced by a marker naming it (``[redacted:OPENAI_API_KEY]``);
+and anything that looks like a credential by its shape — API keys, bearer tokens, credential assignments
+(``api_key=...``, ``x-api-key: ...``, ``"access_token": "..."``), JWTs and cloud access keys — replaced
+with ``[redacted]``. :func:`redact` does both; :func:`redact_known` only the first, for tool output, which
+must otherwise reach the model as it is. :class:`RedactingFilter` applies :func:`redact` to log records.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["REDACTED", "RedactingFilter", "redact"]
+import msgspec
+
+__all__ = [
+    "KNOWN_SECRETS",
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "KnownSecrets",
+    "RedactingFilter",
+    "SecretWatch",
+    "redact",
+    "redact_known",
+    "redact_known_struct",
+]
+
+T = TypeVar("T")
+
+MIN_SECRET_LENGTH = 8
+"""Values shorter than this are not treated as known secrets: replacing every occurrence of a short
+string would mangle ordinary text, and no real key or token is that short."""
+
+_MARKER_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+class SecretWatch:
+    """A registration made by :meth:`KnownSecrets.watch`; :meth:`close` stops reading its source (values
+    already seen stay known)."""
+
+    def __init__(self, owner: KnownSecrets, name: str, read: Callable[[], str | None]) -> None:
+        self.name = name
+        self.read = read
+        self._owner = owner
+
+    def close(self) -> None:
+        """Stop asking the source for new values. Idempotent."""
+        self._owner._drop(self)
+
+
+class KnownSecrets:
+    """The secret values this process holds, each with the name its marker shows.
+
+    Thread-safe. A value is known once :meth:`add`-ed or once a :meth:`watch`-ed source has returned it,
+    and stays known for the life of the registry (an old token is still a secret). :meth:`redact` replaces
+    every occurrence of every known value, longest first, by ``[redacted:NAME]``; the marker holds no
+    quote or backslash, so redacting inside a JSON string keeps it valid.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, str] = {}
+        self._ordered: tuple[tuple[str, str], ...] = ()
+        self._watches: tuple[SecretWatch, ...] = ()
+
+    def add(self, name: str, value: str | None) -> None:
+        """Know ``value`` as the secret ``name`` (a variable's name, say); ``None``, blank values and values
+        shorter than :data:`MIN_SECRET_LENGTH` are ignored. A value already known keeps its first name."""
+        if value is None:
+            return
+        value = value.strip()
+        if len(value) < MIN_SECRET_LENGTH:
+            return
+        with self._lock:
+            if value in self._values:
+                return
+            self._values[value] = _MARKER_NAME.sub("_", name) or "secret"
+            self._ordered = tuple(sorted(self._values.items(), key=lambda item: -len(item[0])))
+
+    def watch(self, name: str, read: Callable[[], str | None]) -> SecretWatch:
+        """Know whatever ``read`` returns, now and before each redaction, as ``name``: for a credential
+        that changes (a refreshed access token). ``read`` must be cheap and must not raise."""
+        registration = SecretWatch(self, name, read)
+        with self._lock:
+            self._watches += (registration,)
+        self.add(name, read())
+        return registration
+
+    def _drop(self, registration: SecretWatch) -> None:
+        with self._lock:
+            self._watches = tuple(w for w in self._watches if w is not registration)
+
+    def _refresh(self) -> tuple[tuple[str, str], ...]:
+        for registration in self._watches:
+            value = registration.read()
+            if value is not None and value.strip() not in self._values:
+                self.add(registration.name, value)
+        return self._ordered
+
+    def __bool__(self) -> bool:
+        """Whether any secret is known or watched."""
+        return bool(self._values or self._watches)
+
+    def names(self) -> list[str]:
+        """The names of the known secrets, sorted (never a value)."""
+        self._refresh()
+        return sorted(set(self._values.values()))
+
+    def redact(self, text: str) -> str:
+        """``text`` with each known secret replaced by ``[redacted:NAME]``; unchanged when none occurs."""
+        for value, name in self._refresh():
+            if value in text:
+                text = text.replace(value, f"[redacted:{name}]")
+        return text
+
+    def occurs_in(self, data: str | bytes) -> bool:
+        """Whether any known secret occurs in ``data`` (text, or bytes searched as UTF-8)."""
+        text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+        return any(value in text for value, _ in self._refresh())
+
+
+KNOWN_SECRETS = KnownSecrets()
+"""The process's known secrets: :func:`redact`, and so the store and the logs, replace them all."""
+
+
+def redact_known(text: str) -> str:
+    """``text`` with every value of :data:`KNOWN_SECRETS` replaced by its marker, and nothing else changed."""
+    return KNOWN_SECRETS.redact(text)
+
+
+def redact_known_struct(value: T) -> T:
+    """``value`` (a msgspec struct, an event say) itself when no known secret occurs in it, else a copy of
+    the same type with every string redacted by :func:`redact_known`. A value that cannot be encoded as
+    JSON (not an event) is returned as it is."""
+    if not KNOWN_SECRETS:
+        return value
+    try:
+        if not KNOWN_SECRETS.occurs_in(msgspec.json.encode(value)):
+            return value
+        cleaned = _known_tree(msgspec.to_builtins(value))
+        return msgspec.convert(cleaned, type(value))
+    except (TypeError, msgspec.EncodeError, msgspec.ValidationError):
+        return value
+
+
+def _known_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_known(value)
+    if isinstance(value, list):
+        return [_known_tree(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _known_tree(item) for key, item in value.items()}
+    return value
+
 
 REDACTED = "[redacted]"
 """What a secret is replaced with."""
@@ -61,7 +206,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], .
 
 
 def redact(text: str) -> str:
-    """Return ``text`` with every recognised secret replaced by ``[redacted]``.
+    """Return ``text`` with every known secret replaced by its marker (:func:`redact_known`) and every
+    recognised secret replaced by ``[redacted]``.
 
     Recognised: ``sk-...`` and ``sk-ant-...`` keys, ``Bearer <token>``, the values of credential
     assignments such as ``x-api-key: ...``, ``api_key=...``, ``"access_token": "..."`` or
@@ -72,6 +218,7 @@ def redact(text: str) -> str:
     inside of a JSON string keeps it valid. Text without secrets is returned unchanged, and
     ``redact(redact(t)) == redact(t)``.
     """
+    text = KNOWN_SECRETS.redact(text)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

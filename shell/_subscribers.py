@@ -7,6 +7,8 @@ import queue
 from collections.abc import Iterable
 from typing import Any
 
+from ._secrets import redact_known_struct
+
 __all__ = ["publish"]
 
 logger = logging.getLogger("turnkeep.shell")
@@ -15,7 +17,8 @@ logger = logging.getLogger("turnkeep.shell")
 def publish(subscribers: Iterable[Any], event: Any, *, session_id: str) -> None:
     """Give ``event`` to each subscriber: an object with ``tell`` (an address) is told it, a
     ``queue.Queue`` gets it put, anything else is called with it. A subscriber that fails is logged and
-    never stops the others."""
+    never stops the others. A known secret in the event is replaced by its marker first."""
+    event = redact_known_struct(event)
     for subscriber in list(subscribers):
         try:
             if isinstance(subscriber, queue.Queue):

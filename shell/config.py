@@ -6,7 +6,8 @@ malformed TOML — is refused by :func:`load_settings` with a :class:`ConfigErro
 path (``loop_control.max_steps_per_turn``), so a mistake shows at start, not in the middle of a turn.
 
 The environment variable for a setting is ``TURNKEEP_<SECTION>__<KEY>``, upper case, with a double
-underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=5``. Its value is parsed by
+underscore between section and key: ``TURNKEEP_LOOP_CONTROL__MAX_STEPS_PER_TURN=5``; a key of a nested
+table adds its own: ``TURNKEEP_TOOLS__SANDBOX__MODE=off`` for ``[tools.sandbox] mode``. Its value is parsed by
 the setting's type: a whole number, a decimal number, ``true``/``false`` (also ``1``/``0``, ``yes``/``no``,
 ``on``/``off``), text; a list as comma-separated items; a table as comma-separated ``name=value`` pairs; an
 empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_ATTEMPTS_PER_STEP`` sets
@@ -28,8 +29,10 @@ import msgspec
 
 from sampler.retry import RetryPolicy
 
-from ._ray.settings import ClusterSettings
+from ._cluster_settings import ClusterSettings
+from ._gate_settings import ProviderLimits
 from ._secrets import redact
+from ._tool_settings import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
     "ClusterSettings",
@@ -38,11 +41,14 @@ __all__ = [
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
+    "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
+    "ToolEnvSettings",
+    "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
     "load_settings",
@@ -172,6 +178,8 @@ class ProviderSettings(_Section, frozen=True):
     oauth_token_url: str | None = None
     refresh_token_env: str | None = None
     """The name of the environment variable holding an OAuth refresh token."""
+    limits: ProviderLimits = msgspec.field(default_factory=ProviderLimits)
+    """``[provider.limits]``: the host-wide gate every request to this provider passes through."""
 
     def __post_init__(self) -> None:
         for key in ("base_url", "oauth_token_url"):
@@ -268,6 +276,10 @@ class ToolSettings(_Section, frozen=True):
     permission_timeout: float = 60.0
     output_cap: int = 30000
     """Characters of a tool's output shown to the model."""
+    env: ToolEnvSettings = msgspec.field(default_factory=ToolEnvSettings)
+    """``[tools.env]``: what ``shell`` commands see of the host's environment."""
+    sandbox: ToolSandboxSettings = msgspec.field(default_factory=ToolSandboxSettings)
+    """``[tools.sandbox]``: whether ``shell`` commands run in the bubblewrap sandbox."""
 
     def __post_init__(self) -> None:
         for key in ("allow", "deny", "ask"):
@@ -388,8 +400,11 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
     overrides = _env_overrides(env)
     for (section, key), (_, value) in overrides.items():
         table = raw.setdefault(section, {})
+        *tables, last = key.split(".")
+        for name in tables:
+            table = table.setdefault(name, {}) if isinstance(table, dict) else table
         if isinstance(table, dict):
-            table[key] = value
+            table[last] = value
     try:
         return msgspec.convert(raw, Settings)
     except msgspec.ValidationError as error:
@@ -427,7 +442,7 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 _PATH_SUFFIX = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
-_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+): (?P<problem>.*)$", re.DOTALL)
+_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+(?:\.[a-z_]+)+): (?P<problem>.*)$", re.DOTALL)
 
 
 def _explain(text: str) -> tuple[str, str]:
@@ -455,7 +470,7 @@ def _choices(dotted: str) -> str | None:
     section, _, key = dotted.partition(".")
     if section not in _SECTIONS:
         return None
-    field_type = next((f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key), None)
+    field_type = _field_type(_SECTIONS[section], key)
     if get_origin(field_type) is not Literal:
         return None
     return ", ".join(repr(choice) for choice in get_args(field_type))
@@ -480,8 +495,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
                 )
             if section not in _SECTIONS:
                 raise ConfigError(f"unknown setting {variable}: no section {section!r}", key=section)
-            fields = {field.name: field for field in msgspec.structs.fields(_SECTIONS[section])}
-            if key not in fields:
+            key = key.replace("__", ".")
+            if _field_type(_SECTIONS[section], key) is None:
                 raise ConfigError(
                     f"unknown setting {variable}: no key {section}.{key}", key=f"{section}.{key}"
                 )
@@ -490,7 +505,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
             raise ConfigError(
                 f"{section}.{key} is set by both {other} and {variable}", key=f"{section}.{key}"
             )
-        field_type = next(f.type for f in msgspec.structs.fields(_SECTIONS[section]) if f.name == key)
+        field_type = _field_type(_SECTIONS[section], key)
         try:
             value = _parse(raw, field_type)
         except ValueError as error:
@@ -499,6 +514,19 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
             ) from None
         overrides[section, key] = (variable, value)
     return overrides
+
+
+def _field_type(table: type[msgspec.Struct], key: str) -> Any:
+    """The type of the setting ``key`` of ``table``, dotted into nested tables (``sandbox.mode`` of
+    ``tools``), or None when there is no such setting."""
+    name, _, rest = key.partition(".")
+    field = next((f for f in msgspec.structs.fields(table) if f.encode_name == name), None)
+    if field is None or not rest:
+        return None if field is None else field.type
+    nested = field.type
+    return (
+        _field_type(nested, rest) if isinstance(nested, type) and issubclass(nested, msgspec.Struct) else None
+    )
 
 
 def _parse(raw: str, field_type: Any) -> Any:

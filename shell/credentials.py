@@ -188,6 +188,11 @@ class OAuthCredential:
         """The access token, or ``None`` before the first successful refresh when none was given."""
         return self._tokens.access
 
+    def refresh_token(self) -> str:
+        """The refresh token in use (the latest one, when the endpoint rotates it), for keeping it out of
+        tool output, events and the store; never show or log it."""
+        return self._tokens.refresh
+
     async def refresh(self, client: httpx.AsyncClient) -> None:
         """Get a new access token from the token endpoint; the whole exchange takes at most
         :data:`REFRESH_TIMEOUT` seconds.

@@ -18,6 +18,7 @@ __all__ = [
     "CompactionStarted",
     "DoomLoopWarning",
     "ProjectionFallback",
+    "Queued",
     "Retrying",
     "SessionEvent",
     "TextDelta",
@@ -45,6 +46,18 @@ class TextDelta(msgspec.Struct, frozen=True, tag=True):
     session: str
     turn: int
     text: str
+
+
+class Queued(msgspec.Struct, frozen=True, tag=True):
+    """A model request of the turn waits at the host's provider gate: ``place`` in line (0: next),
+    ``reason`` (``cool_down``, ``budget``, ``concurrency``) and the expected wait in seconds (None: until a
+    request in flight ends). Waiting spends no retry attempt."""
+
+    session: str
+    turn: int
+    place: int
+    reason: str
+    expected_wait: float | None
 
 
 class Retrying(msgspec.Struct, frozen=True, tag=True):
@@ -161,6 +174,7 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
 SessionEvent: TypeAlias = (
     TurnStarted
     | TextDelta
+    | Queued
     | Retrying
     | ProjectionFallback
     | AuthRefreshed

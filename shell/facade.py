@@ -1,59 +1,90 @@
-"""Two ways into a host besides the mailbox: a blocking façade for scripts and threads, and a trio one."""
+"""The ways into a host besides the mailbox: a blocking façade for scripts and threads, and a trio one.
+
+Both serve any :class:`HostBackend`: an :class:`AgentHost` in this process, or a pool of replicas
+(:class:`shell.cluster.HostPool`). A session's events, cancel, history and close look the same either way.
+"""
 
 from __future__ import annotations
 
 import math
 import queue
-from collections.abc import AsyncIterator, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
-from actors import Address
 from sampler import Message
 
 from . import events as ev
-from ._protocol import GetHistory
 from .config import Settings, load_settings
 from .host import AgentHost, HostError
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from .store import SessionRecord
 
-__all__ = ["AsyncHost", "AsyncSession", "Host", "Session", "open_host"]
+__all__ = ["AsyncHost", "AsyncSession", "Host", "HostBackend", "Mailbox", "Session", "open_host"]
 
 _EVENT_TIMEOUT = 900.0
+
+
+@runtime_checkable
+class Mailbox(Protocol):
+    """A session's mailbox: takes ``UserPrompt``, ``Cancel``, ``PermissionDecision``, ``Subscribe`` and
+    ``Unsubscribe`` and answers as a session's :class:`actors.Address` does."""
+
+    def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send ``message`` and return the answer."""
+        ...
+
+    def tell(self, message: Any) -> None:
+        """Send ``message`` without waiting."""
+        ...
+
+
+@runtime_checkable
+class HostBackend(Protocol):
+    """What every host offers the façades: :class:`AgentHost` and :class:`shell.cluster.HostPool` alike.
+
+    Unknown sessions raise :class:`HostError`; ``shutdown`` is idempotent and ends running turns as
+    ``aborted``.
+    """
+
+    def open(self, workspace: str | Path, *, session_id: str | None = None) -> Mailbox:
+        """Start a new session in ``workspace`` and return its mailbox."""
+        ...
+
+    def resume(self, session_id: str) -> Mailbox:
+        """The mailbox of a stored session, started from the store if it is not running."""
+        ...
+
+    def list_sessions(self) -> list[SessionRecord]:
+        """Every session the store holds."""
+        ...
+
+    def history(self, session_id: str, *, include_replaced: bool = False) -> tuple[Message, ...]:
+        """The session's history as its model sees it now."""
+        ...
+
+    def close(self, session_id: str) -> None:
+        """Stop the session (a running turn ends ``aborted``) and mark it closed in the store."""
+        ...
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """End every running turn as ``aborted`` and stop every session."""
+        ...
 
 
 def _settings(config: Settings | str | Path | None) -> Settings:
     return config if isinstance(config, Settings) else load_settings(config)
 
 
-def turn_events(
-    address: Any, events: queue.Queue[Any], session_id: str, text: str, timeout: float
-) -> Iterator[Any]:
-    """Send ``text`` as a prompt to ``address`` and yield, from ``events`` (the session's subscribed
-    queue), that turn's events up to its terminal one; :class:`HostError` when none comes for ``timeout``
-    seconds."""
-    number = address.ask(UserPrompt(text))
-    while True:
-        try:
-            event = events.get(timeout=timeout)
-        except queue.Empty:
-            raise HostError(f"no event from session {session_id!r} for {timeout:g} s") from None
-        if getattr(event, "turn", number) != number:
-            continue
-        yield event
-        if isinstance(event, ev.TERMINAL_EVENTS):
-            return
-
-
 class Session:
     """One session seen from a script: ``for event in session.prompt("…")`` yields the turn's events,
     the last one terminal; :meth:`cancel` ends the running turn (from any thread)."""
 
-    def __init__(self, host: AgentHost, session_id: str, address: Address) -> None:
+    def __init__(self, host: HostBackend, session_id: str, address: Mailbox) -> None:
         self.id = session_id
         self.address = address
         self._host = host
@@ -62,8 +93,19 @@ class Session:
 
     def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> Iterator[Any]:
         """Send ``text`` and yield this turn's events up to its end. Raises :class:`HostError` when no
-        event arrives within ``event_timeout`` seconds."""
-        yield from turn_events(self.address, self._events, self.id, text, event_timeout)
+        event arrives within ``event_timeout`` seconds (a pool may also raise
+        :class:`shell.cluster.ReplicaUnavailable` when no replica took the prompt)."""
+        number = self.address.ask(UserPrompt(text))
+        while True:
+            try:
+                event = self._events.get(timeout=event_timeout)
+            except queue.Empty:
+                raise HostError(f"no event from session {self.id!r} for {event_timeout:g} s") from None
+            if getattr(event, "turn", number) != number:
+                continue
+            yield event
+            if isinstance(event, ev.TERMINAL_EVENTS):
+                return
 
     def run(self, text: str) -> Any:
         """Send ``text`` and return the turn's terminal event."""
@@ -77,41 +119,62 @@ class Session:
 
     def history(self) -> tuple[Message, ...]:
         """The history as the model sees it now."""
-        chat = self._host.system.address(self.address.name.rsplit("/", 1)[0] + "/chat_state")
-        result: tuple[Message, ...] = chat.ask(GetHistory())
-        return result
+        return self._host.history(self.id)
 
     def detach(self) -> None:
         """Stop receiving this session's events here."""
         self.address.ask(Unsubscribe(self._events))
 
+    def close(self) -> None:
+        """Stop the session (a running turn ends ``aborted``) and mark it closed in the store: it takes
+        no more prompts (resuming it raises :class:`HostError`), and its history stays in the store."""
+        with suppress(HostError):
+            self.detach()
+        self._host.close(self.id)
+
 
 class Host:
     """A host for scripts and threaded apps: ``with Host(config) as host: s = host.open(workspace)``.
 
-    ``config`` is a :class:`Settings`, a TOML file path, or None (defaults and ``TURNKEEP_*``).
-    Keyword arguments go to :class:`AgentHost`.
+    ``config`` is a :class:`Settings`, a TOML file path, or None (defaults and ``TURNKEEP_*``); keyword
+    arguments go to :class:`AgentHost`. ``Host(backend=…)`` serves a host built elsewhere instead (a pool,
+    say; the façade then owns it and shuts it down on :meth:`close`).
     """
 
-    def __init__(self, config: Settings | str | Path | None = None, **options: Any) -> None:
-        self.agent_host = AgentHost(_settings(config), **options)
+    def __init__(
+        self,
+        config: Settings | str | Path | None = None,
+        *,
+        backend: HostBackend | None = None,
+        **options: Any,
+    ) -> None:
+        if backend is not None and (config is not None or options):
+            raise TypeError("Host(backend=…) takes no configuration: the backend has its own")
+        self.backend: HostBackend = backend or AgentHost(_settings(config), **options)
+
+    @property
+    def agent_host(self) -> AgentHost:
+        """The :class:`AgentHost` behind this façade; :class:`HostError` when the backend is not one."""
+        if not isinstance(self.backend, AgentHost):
+            raise HostError(f"this host runs on {type(self.backend).__name__}, not on an AgentHost")
+        return self.backend
 
     def open(self, workspace: str | Path, *, session_id: str | None = None) -> Session:
         """A new session working in ``workspace``."""
-        address = self.agent_host.open(workspace, session_id=session_id)
-        return Session(self.agent_host, address.name.split("/")[2], address)
+        session_id = session_id or uuid.uuid4().hex[:12]
+        return Session(self.backend, session_id, self.backend.open(workspace, session_id=session_id))
 
     def resume(self, session_id: str) -> Session:
         """A stored session, continued."""
-        return Session(self.agent_host, session_id, self.agent_host.resume(session_id))
+        return Session(self.backend, session_id, self.backend.resume(session_id))
 
     def sessions(self) -> list[SessionRecord]:
         """Every stored session."""
-        return self.agent_host.list_sessions()
+        return self.backend.list_sessions()
 
     def close(self) -> None:
         """Shut the host down cooperatively (running turns end as ``aborted``)."""
-        self.agent_host.shutdown()
+        self.backend.shutdown()
 
     def __enter__(self) -> Host:
         return self
@@ -128,7 +191,8 @@ class AsyncSession:
         self.id = session.id
 
     async def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> AsyncIterator[Any]:
-        """Send ``text`` and yield this turn's events up to its end."""
+        """Send ``text`` and yield this turn's events up to its end; :class:`trio.TooSlowError` when no
+        event arrives within ``event_timeout`` seconds."""
         token = trio.lowlevel.current_trio_token()
         send, receive = trio.open_memory_channel[Any](math.inf)
 
@@ -158,32 +222,53 @@ class AsyncSession:
                 await trio.to_thread.run_sync(address.ask, Unsubscribe(forward))
 
     async def cancel(self) -> bool:
-        """Cancel the running turn."""
+        """Cancel the running turn; False when none was running."""
         return await trio.to_thread.run_sync(self._session.cancel)
+
+    async def history(self) -> tuple[Message, ...]:
+        """The history as the model sees it now."""
+        return await trio.to_thread.run_sync(self._session.history)
+
+    async def close(self) -> None:
+        """Stop the session and mark it closed in the store (see :meth:`Session.close`)."""
+        await trio.to_thread.run_sync(self._session.close)
 
 
 class AsyncHost:
-    """The trio face of a host; made by :func:`open_host`."""
+    """The trio face of a :class:`Host`; made by :func:`open_host` or :meth:`running`."""
 
     def __init__(self, host: Host) -> None:
-        self._host = host
+        self.host = host
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, make: Callable[[], Host]) -> AsyncIterator[AsyncHost]:
+        """``async with AsyncHost.running(make) as host:`` — the host ``make`` builds (on a worker
+        thread), shut down cooperatively on the way out, even when cancelled."""
+        host = await trio.to_thread.run_sync(make)
+        try:
+            yield cls(host)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(host.close)
 
     async def open(self, workspace: str | Path, *, session_id: str | None = None) -> AsyncSession:
         """A new session working in ``workspace``."""
-        session = await trio.to_thread.run_sync(lambda: self._host.open(workspace, session_id=session_id))
+        session = await trio.to_thread.run_sync(lambda: self.host.open(workspace, session_id=session_id))
         return AsyncSession(session)
 
     async def resume(self, session_id: str) -> AsyncSession:
         """A stored session, continued."""
-        return AsyncSession(await trio.to_thread.run_sync(self._host.resume, session_id))
+        return AsyncSession(await trio.to_thread.run_sync(self.host.resume, session_id))
+
+    async def sessions(self) -> list[SessionRecord]:
+        """Every stored session."""
+        return await trio.to_thread.run_sync(self.host.sessions)
 
 
 @asynccontextmanager
 async def open_host(config: Settings | str | Path | None = None, **options: Any) -> AsyncIterator[AsyncHost]:
-    """``async with open_host(config) as host:`` — a host whose sessions are driven from trio."""
-    host = await trio.to_thread.run_sync(lambda: Host(config, **options))
-    try:
-        yield AsyncHost(host)
-    finally:
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(host.close)
+    """``async with open_host(config) as host:`` — a host in this process whose sessions are driven
+    from trio (:func:`shell.cluster.open_pool_host` for a pool)."""
+    async with AsyncHost.running(lambda: Host(config, **options)) as host:
+        yield host

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import uuid
@@ -14,16 +15,21 @@ from typing import Any
 import msgspec
 
 from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
-from sampler import SamplerSettings, ToolSpec
+from sampler import Message, SamplerSettings, ToolSpec
+from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
 
 from ._gate import TurnGate
+from ._gate_settings import PRIORITIES, Priority
+from ._protocol import GetHistory
+from ._tool_settings import tool_isolation, watch_host_secrets
 from .chat_state import ChatStateOptions, write_to_store
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
 from .session import SessionOptions, SessionRuntime
+from .session_path import SessionPath
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
 
@@ -94,6 +100,8 @@ class AgentHost:
             lambda: builtin_registry(
                 shell_default_timeout=settings.tools.shell_timeout,
                 shell_max_timeout=settings.tools.shell_max_timeout,
+                shell_env=self.tool_isolation.env,
+                shell_sandbox=self.tool_isolation.sandbox,
             )
         )
         self._permissions = permissions or (lambda: _policy_from_settings(settings))
@@ -101,6 +109,11 @@ class AgentHost:
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
         self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
+        self.tool_isolation = tool_isolation(
+            settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
+        )
+        """The environment and sandbox of the built-in ``shell`` tool's commands."""
+        self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
@@ -109,23 +122,45 @@ class AgentHost:
         self.supervisor = self.system.spawn(
             ChildSpec("host", lambda: Supervisor(intensity=HOST_INTENSITY), shutdown_timeout=60.0)
         )
+        limits = settings.provider.limits
+        self.provider_gate: Address | None = (
+            self.system.spawn(
+                ChildSpec(
+                    "provider_gate",
+                    lambda: ProviderGate(limits.gate_limits()),
+                    chaos=self._chaos.provider_gate,
+                ),
+                parent=self.supervisor,
+            )
+            if limits.enabled
+            else None
+        )
+        """The gate every session's model requests pass through (None when ``provider.limits.enabled`` is
+        false)."""
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
     # -- sessions ------------------------------------------------------------------------------------
 
-    def open(self, workspace: str | Path, *, session_id: str | None = None) -> Address:
-        """Start a new session in ``workspace`` and return its address (the session's mailbox)."""
+    def open(
+        self, workspace: str | Path, *, session_id: str | None = None, priority: Priority = "interactive"
+    ) -> Address:
+        """Start a new session in ``workspace`` and return its address (the session's mailbox).
+        ``priority`` is its place at the provider gate: ``interactive`` requests go before
+        ``background`` ones, which still progress as they wait."""
         self._check_open()
         session_id = session_id or uuid.uuid4().hex[:12]
+        self._path(session_id)
         path = Path(workspace).resolve()
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
-        return self._activate(session_id, path)
+        return self._activate(session_id, path, priority)
 
-    def resume(self, session_id: str) -> Address:
-        """The address of a stored session, started from the store if it is not running."""
+    def resume(self, session_id: str, *, priority: Priority = "interactive") -> Address:
+        """The address of a stored session, started from the store if it is not running. Raises
+        :class:`HostError` for a session the store does not have or one that was closed."""
         self._check_open()
+        self._path(session_id)
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None:
@@ -134,7 +169,9 @@ class AgentHost:
             record = self.store.get_session(session_id)
         except SessionNotFound as exc:
             raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
-        return self._activate(session_id, Path(record.workspace))
+        if record.status == "closed":
+            raise HostError(f"session {session_id!r} is closed: it takes no more prompts")
+        return self._activate(session_id, Path(record.workspace), priority)
 
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""
@@ -145,6 +182,20 @@ class AgentHost:
         with self._lock:
             return [sid for sid, s in self._sessions.items() if s.active]
 
+    def history(self, session_id: str, *, include_replaced: bool = False) -> tuple[Message, ...]:
+        """The session's history as its model sees it now (with ``include_replaced``, every stored
+        message, those a compaction replaced included); the session is started if it was passivated.
+        Raises :class:`HostError` for a session the host does not have open."""
+        self._check_open()
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise HostError(f"session {session_id!r} is not open in this host")
+        self._start_subtree(session)
+        chat = self.system.address(self._path(session_id).member("chat_state"))
+        history: tuple[Message, ...] = chat.ask(GetHistory(include_replaced))
+        return history
+
     def describe(self, session_id: str) -> str:
         """A one-line account of what the session is doing now (its turn's phase, the sampler's steps),
         for diagnostics; says so when the host does not have the session open."""
@@ -153,6 +204,14 @@ class AgentHost:
         if session is None:
             return f"session {session_id!r} is not open in this host"
         return ("active; " if session.active else "passivated; ") + session.runtime.describe()
+
+    def describe_gate(self) -> str:
+        """A one-line account of the provider gate: requests in flight, waiting by priority, cool-down and
+        budgets left."""
+        if self.provider_gate is None:
+            return "provider gate: disabled"
+        snapshot = self.provider_gate.ask(GetGateStatus())
+        return str(snapshot.describe())
 
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
@@ -198,6 +257,8 @@ class AgentHost:
         for session in sessions:
             self._write_kept(session)
         self.store.close()
+        for watch in self._secret_watches:
+            watch.close()
 
     def __enter__(self) -> AgentHost:
         return self
@@ -207,28 +268,43 @@ class AgentHost:
 
     # -- inside --------------------------------------------------------------------------------------
 
+    def _workspaces(self) -> list[Path]:
+        return [session.workspace for session in list(self._sessions.values())]
+
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise HostError("the host has shut down")
 
-    def _name(self, session_id: str) -> str:
-        return f"session/{session_id}"
+    def _path(self, session_id: str) -> SessionPath:
+        try:
+            return SessionPath(session_id, self.supervisor.name)
+        except ValueError as exc:
+            raise HostError(str(exc)) from None
 
     def _address(self, session_id: str) -> Address:
-        return self.system.address(f"{self.supervisor.name}/{self._name(session_id)}/session")
+        return self.system.address(self._path(session_id).member("session"))
 
-    def _activate(self, session_id: str, workspace: Path) -> Address:
+    def _activate(self, session_id: str, workspace: Path, priority: Priority) -> Address:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self._sessions[session_id] = self._build(session_id, workspace)
+                session = self._sessions[session_id] = self._build(session_id, workspace, priority)
         self._start_subtree(session)
         address = self._address(session_id)
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path) -> _Session:
+    def _build(self, session_id: str, workspace: Path, priority: Priority) -> _Session:
         s = self.settings
+        gate = None
+        if self.provider_gate is not None:
+            gate = GateClient(
+                self.provider_gate,
+                session=session_id,
+                priority=PRIORITIES[priority],
+                max_wait=s.provider.limits.max_wait,
+                queued_after=s.provider.limits.queued_after,
+            )
         options = SessionOptions(
             session_id,
             s.provider.model,
@@ -268,6 +344,7 @@ class AgentHost:
             ),
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
+            gate=gate,
         )
         return _Session(
             session_id, workspace, session_runtime(parts, self.gate, self._shared(registry)), parts
@@ -284,7 +361,7 @@ class AgentHost:
             if session.active:
                 return
             session.runtime.closing = False
-            spec = session_spec(self._name(session.record_id), session.parts, session.runtime)
+            spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
 
@@ -294,7 +371,7 @@ class AgentHost:
                 return
             session.runtime.closing = True
             try:
-                self.system.stop(self._name(session.record_id), parent=self.supervisor)
+                self.system.stop(self._path(session.record_id).child_name, parent=self.supervisor)
             finally:
                 session.active = False
             self._write_kept(session)

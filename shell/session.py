@@ -24,6 +24,7 @@ from ._session_state import SessionOptions, SessionRuntime
 from ._subscribers import publish
 from .credentials import refresh_failure
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+from .session_path import SessionPath
 
 __all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
 
@@ -76,7 +77,7 @@ class SessionActor(Actor):
     # -- addresses -----------------------------------------------------------------------------------
 
     def _sibling(self, name: str) -> Address:
-        return self.system.address(self.address.name.rsplit("/", 1)[0] + "/" + name)
+        return self.system.address(SessionPath.sibling(self.address.name, name))
 
     # -- life ----------------------------------------------------------------------------------------
 
@@ -236,7 +237,7 @@ class SessionActor(Actor):
         """A sibling's incarnation ended. A message it was handling may be lost with it."""
         if self._rt.turn is None or message.reason is ExitReason.NORMAL:
             return
-        sibling = tm.Sibling(message.address.rsplit("/", 1)[-1])
+        sibling = tm.Sibling(SessionPath.member_of(message.address))
         self._feed(tm.SiblingDown(sibling, repr(message.error)))
 
     @handles(_Probe)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors import ChaosPolicy, ChildSpec, RestartIntensity, Strategy, Supervisor
 from sampler import SamplerActor, SamplerRuntime, SamplerSettings, ToolSpec
+from sampler.gate import GateClient
 from tool_bridge import PermissionPolicy, ToolBridgeSettings, ToolRegistry, ToolSupervisor
 
 from ._gate import TurnGate
+from ._secrets import redact_known
 from .chat_state import ChatStateActor, ChatStateOptions
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
@@ -28,6 +31,8 @@ class SessionChaos:
     chat_state: ChaosPolicy | None = None
     sampler: ChaosPolicy | None = None
     tools: ChaosPolicy | None = None
+    provider_gate: ChaosPolicy | None = None
+    """The host's provider gate, shared by the sessions: a host given this chaos crashes it too."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,11 @@ class SessionParts:
     tools: ToolBridgeSettings = field(default_factory=ToolBridgeSettings)
     doom_loop: DoomLoopDetector = field(default_factory=DoomLoopDetector)
     chaos: SessionChaos = field(default_factory=SessionChaos)
+    gate: GateClient | None = None
+    """The session's way through the host's provider gate (None: requests go straight out)."""
+    redact_tool_output: Callable[[str], str] | None = redact_known
+    """Applied to every tool result and echoed tool argument before the session sees it: by default the
+    process's known secrets are replaced by their markers."""
     intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(30, 5.0))
     """A session's actors restart cheaply (state lives in the store and outside the actors), so a burst of
     crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
@@ -75,7 +85,7 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
     ToolSupervisor and SessionActor, started in that order. State that must survive a child's restart
     (the sampler's request in flight, the turn in flight, subscribers) lives outside the actors."""
     estimator = TokenEstimator()
-    sampler_runtime = SamplerRuntime(parts.sampler, api_key=parts.credentials.current)
+    sampler_runtime = SamplerRuntime(parts.sampler, api_key=parts.credentials.current, gate=parts.gate)
     session_runtime_ = runtime or session_runtime(parts)
     session_runtime_.sampler = sampler_runtime
     chaos = parts.chaos
@@ -94,6 +104,7 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
                 parts.workspace,
                 settings=parts.tools,
                 chaos_for_tools=chaos.tools,
+                redact=parts.redact_tool_output,
             ),
             shutdown_timeout=parts.tools.kill_after + 5.0,
         ),

@@ -3,6 +3,9 @@
 Define tools (`Tool`, `tool`) in a `ToolRegistry` (the built-in ones: `builtin_registry`), decide who may run
 what with a `PermissionPolicy`, and run the model's calls with a `ToolSupervisor`: it answers every
 `RunTools` with exactly one `ToolsFinished`, one `ToolOutcome` per call, whatever the tools do.
+
+What a command started for a tool sees of the host is decided by `tool_environment` (an `EnvPolicy`,
+credentials always left out) and, for the ``shell`` tool on Linux, confined by a bubblewrap `Sandbox`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ from .builtins import (
     builtin_registry,
     resolve_in_workspace,
     shell_tool,
+)
+from .environment import (
+    CORE_VARIABLES,
+    SECRET_NAME_PARTS,
+    EnvPolicy,
+    EnvPolicyError,
+    describe_env_policy,
+    is_secret_name,
+    tool_environment,
 )
 from .messages import (
     AbortCall,
@@ -68,6 +80,13 @@ from .results import (
     ToolResultError,
     ToolStatus,
 )
+from .sandbox import (
+    Sandbox,
+    SandboxMode,
+    SandboxProbe,
+    SandboxUnavailableError,
+    probe_sandbox,
+)
 from .supervisor import (
     ABORTED_CONTENT,
     SHUTDOWN_CONTENT,
@@ -92,6 +111,7 @@ from .tools import (
 
 __all__ = [
     "ABORTED_CONTENT",
+    "CORE_VARIABLES",
     "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_OUTPUT_CAP",
     "DEFAULT_RULES",
@@ -103,6 +123,7 @@ __all__ = [
     "LIST_DIR",
     "MAX_SHELL_TIMEOUT",
     "READ_FILE",
+    "SECRET_NAME_PARTS",
     "SHUTDOWN_CONTENT",
     "WRITE_FILE",
     "AbortCall",
@@ -113,6 +134,8 @@ __all__ = [
     "Decision",
     "DecisionSlot",
     "EditFileArgs",
+    "EnvPolicy",
+    "EnvPolicyError",
     "KillCall",
     "ListDirArgs",
     "PermissionConfigError",
@@ -126,6 +149,10 @@ __all__ = [
     "ReadFileArgs",
     "RunCall",
     "RunTools",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxProbe",
+    "SandboxUnavailableError",
     "ShellArgs",
     "Subject",
     "Tool",
@@ -152,11 +179,15 @@ __all__ = [
     "await_decision",
     "builtin_registry",
     "denied_outcome",
+    "describe_env_policy",
+    "is_secret_name",
     "kill_process_group",
+    "probe_sandbox",
     "process_group_alive",
     "resolve_in_workspace",
     "run_process_group",
     "run_tool",
     "shell_tool",
     "tool",
+    "tool_environment",
 ]

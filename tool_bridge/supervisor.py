@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -215,6 +215,9 @@ class ToolSupervisor(Supervisor):
       process group killed, ToolActor stopped); a thread tool left running is reported by `ToolAbandoned`;
     * when stopped, every ToolActor is stopped and every tool process killed.
 
+    With ``redact``, every outcome's content and the arguments of every `PermissionRequested` pass through
+    it before they leave (for the host's secrets).
+
     Each call's ToolActor lives at ``<this address>/call-<call id>`` (characters other than letters,
     digits and ``_.:-`` replaced by ``_``; a suffix ``-2``, ``-3``… when the name was used before).
     Handlers only touch memory and start actors; every wait is an IoLoop timer reporting by message.
@@ -229,8 +232,10 @@ class ToolSupervisor(Supervisor):
         workspace: Path,
         settings: ToolBridgeSettings | None = None,
         chaos_for_tools: ChaosPolicy | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__()
+        self._redact = redact
         self._registry = registry
         self._policy = policy
         self._workspace = workspace
@@ -451,9 +456,10 @@ class ToolSupervisor(Supervisor):
         else:
             call.state = _State.ASKING
             batch = call.batch
-            request = PermissionRequested(
-                call.call_id, call.tool.name, call.invocation.arguments, decision.reason
-            )
+            arguments = call.invocation.arguments
+            if self._redact is not None:
+                arguments = self._redact(arguments)
+            request = PermissionRequested(call.call_id, call.tool.name, arguments, decision.reason)
             batch.reply_to.tell(request)
             call.timer = self._later(
                 self._settings.permission_timeout, _PermissionExpired(batch.serial, call.index)
@@ -511,6 +517,8 @@ class ToolSupervisor(Supervisor):
         self.address.tell(StopChild(call.child))
 
     def _settle(self, call: _Call, outcome: ToolOutcome) -> None:
+        if self._redact is not None:
+            outcome = msgspec.structs.replace(outcome, content=self._redact(outcome.content))
         call.outcome = outcome
         if call.actor is None:
             call.state = _State.DONE

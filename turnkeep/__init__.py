@@ -39,7 +39,9 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
     StreamDecodeError (ValueError) a provider's stream could not be decoded
     ToolError                      a tool failed (reaches the model as an is_error result)
         WorkspaceEscapeError       a path leads out of the session's workspace
+        SandboxUnavailableError    the sandbox is required but cannot be used on this machine
     ToolDefinitionError (ValueError), ToolBridgeSettingsError (ValueError), PermissionConfigError (ValueError)
+    EnvPolicyError (ValueError)    a tool environment policy is invalid
 """
 
 from actors import (
@@ -100,11 +102,13 @@ from shell import (
     CredentialRefreshError,
     DoomLoopWarning,
     Host,
+    HostBackend,
     HostError,
     NoCredentials,
     OAuthCredential,
     PermissionDecision,
     ProjectionFallback,
+    Queued,
     Retrying,
     Session,
     SessionEvent,
@@ -127,7 +131,7 @@ from shell import (
     open_host,
     open_store,
 )
-from shell.ray_pool import (
+from shell.cluster import (
     ClusterSettings,
     ClusterUnavailable,
     PoolError,
@@ -135,6 +139,7 @@ from shell.ray_pool import (
     ReplicaError,
     ReplicaUnavailable,
     connect,
+    open_pool_host,
 )
 from shell.store import (
     CompactionRejected,
@@ -149,11 +154,15 @@ from shell.store import (
     StoreVersionError,
 )
 from tool_bridge import (
+    EnvPolicy,
+    EnvPolicyError,
     PermissionConfigError,
     PermissionPolicy,
     PermissionRequested,
     PermissionRule,
     PreToolHook,
+    Sandbox,
+    SandboxUnavailableError,
     Tool,
     ToolBridgeSettings,
     ToolBridgeSettingsError,
@@ -173,10 +182,12 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "AsyncSession",
     "ClusterSettings",
     "Host",
+    "HostBackend",
     "PoolHost",
     "Session",
     "connect",
     "open_host",
+    "open_pool_host",
     # what a session's mailbox takes
     "Cancel",
     "PermissionDecision",
@@ -203,6 +214,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "DoomLoopWarning",
     "PermissionRequested",
     "ProjectionFallback",
+    "Queued",
     "Retrying",
     "SessionEvent",
     "TextDelta",
@@ -262,6 +274,8 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "ToolError",
     "UnhandledMessage",
     "WorkspaceEscapeError",
+    "SandboxUnavailableError",
+    "EnvPolicyError",
     # -- tools ---------------------------------------------------------------------------------------------
     "PermissionPolicy",
     "PermissionRule",
@@ -272,6 +286,8 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "ToolRegistry",
     "builtin_registry",
     "tool",
+    "EnvPolicy",
+    "Sandbox",
     # -- the runtime ---------------------------------------------------------------------------------------
     "Actor",
     "ActorSystem",

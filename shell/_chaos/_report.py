@@ -16,11 +16,12 @@ from sampler.fake import (
 )
 
 from .. import events as ev
+from ..session_path import MEMBERS
 from ..store import SessionStore, StoreError
 from ._bound import TurnBound
 from ._driving import _SessionLog
 from ._invariants import event_log_violations, history_violations
-from ._tallies import _KINDS, _explain, _Tally
+from ._tallies import _explain, _Tally
 
 
 class DeadLetterCount(msgspec.Struct, frozen=True):
@@ -173,7 +174,8 @@ def _build_report(
         if turn.plan.cancel is not None and turn.number is not None:
             cancels[turn.cancel or "turn ended first"] += 1
     compactions = sum(t.compactions_ok for t in turns)
-    crashes = {kind: tally.injected[kind] for kind in (*_KINDS, "session_supervisor") if tally.injected[kind]}
+    watched = (*MEMBERS, "session_supervisor", "provider_gate")
+    crashes = {kind: tally.injected[kind] for kind in watched if tally.injected[kind]}
     # Tool actors are the only other actors with a chaos policy, and they are not watched.
     crashes["tool actor"] = runtime.get("chaos_crashes", 0) - sum(tally.injected.values())
     dead = [

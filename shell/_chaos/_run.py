@@ -29,12 +29,13 @@ from sampler.fake import (
 
 from ..credentials import OAuthCredential
 from ..host import AgentHost
+from ..session_path import MEMBERS, SessionPath
 from ..session_tree import SessionChaos
 from ._bound import turn_bound
 from ._driving import _drive, _Limits, _SessionLog
 from ._report import ChaosReport, _build_report, _store_violations, _turn_violations, print_report
 from ._resources import Resources, _settle, leaks
-from ._tallies import _KINDS, _Tally, _Watcher
+from ._tallies import _Tally, _Watcher
 from ._workload import (
     _MAX_BODY_BYTES,
     _MODEL_CALLS,
@@ -131,7 +132,9 @@ def chaos_run(
                 restart_wait=system.restart_wait,
             )
             policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
-            chaos = SessionChaos(session=policy, chat_state=policy, sampler=policy, tools=policy)
+            chaos = SessionChaos(
+                session=policy, chat_state=policy, sampler=policy, tools=policy, provider_gate=policy
+            )
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
@@ -146,6 +149,8 @@ def chaos_run(
                     chaos=chaos,
                     system=system,
                 )
+                if host.provider_gate is not None:
+                    system.watch(host.provider_gate, watcher)
                 limits = _Limits(
                     bound,
                     start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
@@ -218,11 +223,11 @@ def _drive_all(
 
 
 def _watch(system: ActorSystem, watcher: Address, session_id: str, host: AgentHost) -> None:
-    base = f"{host.supervisor.name}/session/{session_id}"
+    path = SessionPath(session_id, host.supervisor.name)
     # Watching before the session starts is allowed: an address exists before its actor does.
-    system.watch(system.address(base), watcher)
-    for kind in _KINDS:
-        system.watch(system.address(f"{base}/{kind}"), watcher)
+    system.watch(system.address(path.subtree), watcher)
+    for kind in MEMBERS:
+        system.watch(system.address(path.member(kind)), watcher)
 
 
 def _describe_gate(host: AgentHost) -> Callable[[], str]:

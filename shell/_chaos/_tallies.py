@@ -18,6 +18,8 @@ from actors import (
     handles,
 )
 
+from ..session_path import SessionPath
+
 
 @dataclass(eq=False)
 class _Tally:
@@ -40,11 +42,11 @@ class _Tally:
             if message.reason is ExitReason.CRASHED:
                 if isinstance(message.error, ChaosCrash):
                     self.injected[kind] += 1
-                    parts = message.address.split("/")
-                    if parts[:2] == ["host", "session"] and len(parts) > 3:
+                    member = _member(message.address)
+                    if member is not None:
                         # The runtime's text for it ends with "on <message type>".
                         on = str(message.error).rsplit(" on ", 1)[-1]
-                        self.crashed_on[parts[2]].append(f"{kind} on {on}")
+                        self.crashed_on[member].append(f"{kind} on {on}")
                 elif isinstance(message.error, SupervisorEscalation):
                     self.escalated[kind] += 1
                 else:
@@ -57,9 +59,9 @@ class _Tally:
         key = (_actor_kind(letter.address), type(letter.message).__name__, _reason_class(letter.reason))
         with self.lock:
             self.dead[key] += 1
-            parts = letter.address.split("/")
-            if key[2].startswith("crashed on it") and parts[:2] == ["host", "session"] and len(parts) > 3:
-                self.crashed_on[parts[2]].append(f"{key[0]} gave up on {key[1]}")
+            member = _member(letter.address)
+            if key[2].startswith("crashed on it") and member is not None:
+                self.crashed_on[member].append(f"{key[0]} gave up on {key[1]}")
 
 
 class _Watcher(Actor):
@@ -74,20 +76,26 @@ class _Watcher(Actor):
         self._tally.down(message)
 
 
-_KINDS = ("session", "chat_state", "sampler", "tools")
-
-
 def _actor_kind(address: str) -> str:
     """``session``, ``chat_state``, ``sampler``, ``tools``, ``tool actor`` or ``session_supervisor`` for an
-    address inside a session subtree (``host/session/<id>/...``); the first component otherwise."""
-    parts = address.split("/")
-    if parts[:2] != ["host", "session"] or len(parts) < 3:
-        return parts[0]
-    if len(parts) == 3:
+    address inside a session subtree (``host/session/<id>/...``), ``provider_gate`` for the host's gate; the
+    first component otherwise."""
+    found = SessionPath.parse(address)
+    if found is None:
+        parts = address.split("/")
+        return "provider_gate" if parts[-1] == "provider_gate" else parts[0]
+    below = found[1]
+    if not below:
         return "session_supervisor"
-    if parts[3] == "tools" and len(parts) > 4:
+    if below[0] == "tools" and len(below) > 1:
         return "tool actor"
-    return parts[3]
+    return below[0]
+
+
+def _member(address: str) -> str | None:
+    """The session id of an address below a session's supervisor; None for any other address."""
+    found = SessionPath.parse(address)
+    return found[0].session_id if found is not None and found[1] else None
 
 
 _REASONS: tuple[tuple[str, str], ...] = (

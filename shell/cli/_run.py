@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(options: argparse.Namespace) -> int:
     """Run one turn; 0 completed, 1 failed, 130 cancelled by Ctrl-C.
 
-    Tools that would be asked about are denied unless ``--allow``-ed. Raises
+    Tools that would be asked about are denied unless ``--allow``-ed. Which sandbox and environment policy
+    the ``shell`` tool runs with is said once on stderr before the turn (after the session is found). Raises
     :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
     settings = settings_from(options)
@@ -30,6 +31,7 @@ def run(options: argparse.Namespace) -> int:
         host = open_host(settings, options, interactive=False)
         try:
             session = open_session(host, options)
+            sys.stderr.write(f"[{host.agent_host.tool_isolation.describe()}]\n")
             terminal = drive_turn(session, options.prompt, view, interrupts)
             if terminal is not None and not options.json:
                 sys.stderr.write(f"[session {session.id}]\n")

@@ -166,6 +166,11 @@ def _describe(event: Any, *, streamed: bool) -> str | None:
             f"retrying after {cause}: attempt {event.attempt + 1} of {event.max_attempts}"
             f" in {event.delay:.1f} s{void}"
         )
+    if isinstance(event, ev.Queued):
+        wait = "" if event.expected_wait is None else f", about {event.expected_wait:.0f} s"
+        return (
+            f"waiting at the provider gate ({event.reason.replace('_', '-')}; place {event.place + 1}{wait})"
+        )
     if isinstance(event, ev.AuthRefreshed):
         return "credentials refreshed; resubmitting"
     if isinstance(event, ev.ProjectionFallback):

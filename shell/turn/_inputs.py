@@ -15,6 +15,7 @@ from sampler import (
     Delta,
     Failed,
     ProjectionFallback,
+    Queued,
     Retrying,
     StepState,
 )
@@ -181,6 +182,7 @@ TurnInput = (
     | Shutdown
     | ActionFailed
     | Delta
+    | Queued
     | Retrying
     | ProjectionFallback
     | Completed
@@ -193,6 +195,7 @@ TurnInput = (
 
 SIBLING_MESSAGES: tuple[type, ...] = (
     Delta,
+    Queued,
     Retrying,
     ProjectionFallback,
     Completed,

@@ -31,6 +31,7 @@ from sampler import (
     LlmError,
     ModelRequest,
     ProjectionFallback,
+    Queued,
     Retrying,
     StepState,
     ToolCall,
@@ -238,6 +239,7 @@ class TurnMachine:
             Shutdown: self._shutdown,
             ActionFailed: self._action_failed,
             Delta: self._delta,
+            Queued: self._queued,
             Retrying: self._retrying,
             ProjectionFallback: self._fallback,
             Completed: self._completed,
@@ -402,6 +404,14 @@ class TurnMachine:
             return []
         self.text += message.text
         return [Publish(ev.TextDelta(self.settings.session_id, self.number, message.text))]
+
+    def _queued(self, message: Queued, now: float) -> list[TurnAction]:
+        if not self._current(message.request_id, now):
+            return []
+        event = ev.Queued(
+            self.settings.session_id, self.number, message.place, message.reason, message.expected_wait
+        )
+        return [Emit(event)]
 
     def _retrying(self, message: Retrying, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):

@@ -16,6 +16,7 @@ from shell.chat_state import ChatStateOptions
 from shell.credentials import CredentialProvider, StaticKey
 from shell.messages import Subscribe, UserPrompt
 from shell.session import SessionOptions
+from shell.session_path import SessionPath
 from shell.session_tree import SessionChaos, SessionParts, session_spec
 from shell.store import SessionStore
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, builtin_registry
@@ -87,8 +88,9 @@ class Harness:
             tools=self.tools,
             chaos=self.chaos,
         )
-        supervisor = self.system.spawn(session_spec(f"session/{session_id}", parts))
-        session = self.system.address(f"{supervisor.name}/session")
+        path = SessionPath(session_id)
+        self.system.spawn(session_spec(path.child_name, parts))
+        session = self.system.address(path.member("session"))
         inbox: queue.Queue[Any] = queue.Queue()
         session.ask(Subscribe(inbox))
         self.inboxes[session_id] = inbox

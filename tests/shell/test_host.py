@@ -1,5 +1,5 @@
-"""The host: many sessions in one process, passivation, a turn limit, shutdown with turns in flight, and
-the blocking and trio facades."""
+"""The host: many sessions in one process, passivation, a turn limit, shutdown with turns in flight,
+resuming, describing, and a subtree that gives up."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from actors import ChaosPolicy
 from sampler import AssistantMessage, ToolMessage, UserMessage
@@ -19,7 +18,7 @@ from shell import events as ev
 from shell._protocol import Calibrate
 from shell.config import Settings, load_settings
 from shell.credentials import StaticKey
-from shell.facade import Host, open_host
+from shell.facade import Host
 from shell.host import AgentHost, HostError
 from shell.messages import Subscribe, UserPrompt
 from shell.session_tree import SessionChaos
@@ -178,17 +177,6 @@ def test_resume_continues_a_stored_session_and_refuses_an_unknown_one(tmp_path: 
             listed = [record.id for record in host.sessions()]
     assert reply.turn == 2
     assert listed == ["keep"]
-
-
-@pytest.mark.trio
-async def test_the_trio_facade_streams_events(tmp_path: Path) -> None:
-    with FakeProvider(Script.text("from trio")) as provider:
-        async with open_host(settings_for(provider, tmp_path), credentials=KEY) as host:
-            session = await host.open(tmp_path / "ws")
-            events = [event async for event in session.prompt("hi")]
-    assert isinstance(events[-1], ev.TurnCompleted)
-    assert events[-1].text == "from trio"
-    await trio.lowlevel.checkpoint()
 
 
 def test_describe_gives_an_account_of_a_session_between_turns_and_of_one_not_open(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from actors import Actor, ActorSystem, Address, ChaosPolicy, ChildSpec, handles
+from tests._waiting import wait_until
 from tool_bridge import (
     AbortTools,
     PermissionDecision,
@@ -109,14 +110,13 @@ def call(call_id: str, name: str, **arguments: Any) -> ToolInvocation:
     return ToolInvocation(call_id, name, json.dumps(arguments))
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Whether ``predicate`` became true within ``timeout`` seconds (checked every few milliseconds)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+async def wait_for_output(path: Path, timeout: float = 5.0) -> str:
+    """What a process under test wrote to ``path``, once it wrote a whole line; fails the test after
+    ``timeout`` seconds (of real time: processes do not follow a virtual clock)."""
+    with trio.fail_after(timeout):
+        while not (path.exists() and path.read_text().endswith("\n")):
+            await trio.sleep(0.005)
+    return path.read_text()
 
 
 def read_pid(path: Path, timeout: float = 5.0) -> int:
@@ -201,7 +201,8 @@ MakeRig = Callable[..., Rig]
 
 @pytest.fixture
 def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
-    """``make_rig(extra_tools=(), policy=None, settings=None, chaos=None, registry_type=ToolRegistry)``: a
+    """``make_rig(extra_tools=(), policy=None, settings=None, chaos=None, registry_type=ToolRegistry,
+    redact=None)``: a
     started rig. The default policy allows everything; the registry has the common tools, the built-in
     shell and ``extra_tools``."""
 
@@ -212,6 +213,7 @@ def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
         settings: ToolBridgeSettings | None = None,
         chaos: ChaosPolicy | None = None,
         registry_type: type[ToolRegistry] = ToolRegistry,
+        redact: Callable[[str], str] | None = None,
     ) -> Rig:
         inbox: queue.Queue[Any] = queue.Queue()
         chosen = policy or PermissionPolicy(default="allow", use_default_rules=False)
@@ -223,7 +225,9 @@ def make_rig(system: ActorSystem, tmp_path: Path) -> MakeRig:
         tools = system.spawn(
             ChildSpec(
                 "tools",
-                lambda: ToolSupervisor(registry, chosen, workspace, settings=settings, chaos_for_tools=chaos),
+                lambda: ToolSupervisor(
+                    registry, chosen, workspace, settings=settings, chaos_for_tools=chaos, redact=redact
+                ),
                 shutdown_timeout=15.0,
             )
         )

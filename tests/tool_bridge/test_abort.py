@@ -10,6 +10,7 @@ import time
 import msgspec
 
 from actors import ChaosPolicy, DeadLetter, WhichChildren
+from tests._waiting import wait_until
 from tool_bridge import (
     ABORTED_CONTENT,
     SHUTDOWN_CONTENT,
@@ -28,7 +29,7 @@ from tool_bridge import (
     process_group_alive,
 )
 
-from .conftest import MakeRig, Rig, call, read_pid, wait_until
+from .conftest import MakeRig, Rig, call, read_pid
 
 
 def began(rig: Rig, *call_ids: str) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from shell.store import SessionStore
 from tool_bridge.builtins import builtin_registry
 from tool_bridge.results import ToolResultError, ToolStatus
 from tool_bridge.tools import ToolContext, ToolLimits, run_tool
@@ -291,3 +293,28 @@ async def test_a_symlink_that_stays_inside_the_workspace_is_followed(workspace):
     (workspace / "alias").symlink_to(workspace / "real.txt")
     outcome = await call(workspace, "read_file", {"path": "alias"})
     assert (outcome.status, outcome.content) == (ToolStatus.OK, "inside")
+
+
+@pytest.mark.trio
+async def test_no_file_tool_reaches_the_store_lying_beside_the_workspace(workspace, tmp_path):
+    store = tmp_path / "sessions.db"
+    with SessionStore.open(store) as opened:
+        opened.create_session("s1", workspace=str(workspace), model="m")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
+    (workspace / "via-link").symlink_to(store)
+    (workspace / "dir-link").symlink_to(tmp_path)
+    attempts = []
+    for path in ("../sessions.db", str(store), "via-link", "dir-link/sessions.db", "ws/../../sessions.db"):
+        attempts += [
+            ("read_file", {"path": path}),
+            ("write_file", {"path": path, "content": "overwritten"}),
+            ("edit_file", {"path": path, "old": "SQLite", "new": "Broken"}),
+        ]
+    attempts += [("list_dir", {"path": path}) for path in ("..", str(tmp_path), "dir-link")]
+    for name, arguments in attempts:
+        outcome = await call(workspace, name, json.dumps(arguments))
+        assert outcome.status is ToolStatus.ERROR, (name, arguments, outcome.content)
+        assert "outside the workspace" in outcome.content, (name, arguments, outcome.content)
+        assert "sessions.db" not in outcome.content.replace(arguments["path"], ""), outcome.content
+    after = {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
+    assert after == before

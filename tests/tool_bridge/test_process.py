@@ -14,6 +14,8 @@ import trio
 
 from tool_bridge._process import kill_process_group, process_group_alive, run_process_group
 
+from .conftest import wait_for_output
+
 
 def running(pid: int) -> bool:
     """Whether ``pid`` exists and is not a zombie awaiting its parent."""
@@ -151,13 +153,17 @@ async def test_abort_terminates_the_group_and_keeps_the_output_so_far(tmp_path):
     async def run() -> None:
         nonlocal result
         result = await run_process_group(
-            ["bash", "-c", "echo before; sleep 600"], cwd=tmp_path, timeout=60, abort=abort
+            ["bash", "-c", f"echo before; echo up > {ready}; sleep 600"],
+            cwd=tmp_path,
+            timeout=60,
+            abort=abort,
         )
 
+    ready = tmp_path / "ready"
     started = time.monotonic()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run)
-        await trio.sleep(0.3)
+        await wait_for_output(ready)
         abort.set()
     assert time.monotonic() - started < 2
     assert result is not None

@@ -17,6 +17,8 @@ from tool_bridge.builtins.shell import ShellArgs
 from tool_bridge.results import ToolResultError, ToolStatus
 from tool_bridge.tools import ToolContext, ToolDefinitionError, ToolLimits, run_tool
 
+from .conftest import wait_for_output
+
 
 def group_gone(pgid: int) -> bool:
     try:
@@ -127,12 +129,13 @@ async def test_an_aborted_call_stops_and_keeps_its_output_so_far(tmp_path):
     outcomes = []
 
     async def call() -> None:
-        outcomes.append(await shell(tmp_path, "echo $$; sleep 600", context=context))
+        outcomes.append(await shell(tmp_path, f"echo $$; echo up > {ready}; sleep 600", context=context))
 
+    ready = tmp_path / "ready"
     started = time.monotonic()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(call)
-        await trio.sleep(0.3)
+        await wait_for_output(ready)
         context.abort.set()
     assert time.monotonic() - started < 2
     (outcome,) = outcomes

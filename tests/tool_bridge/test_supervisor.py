@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from actors import ChaosPolicy, ChaosVerdict, DeadLetter, WhichChildren
+from tests._waiting import wait_until
 from tool_bridge import (
     PermissionPolicy,
     PermissionRequested,
@@ -28,7 +29,7 @@ from tool_bridge import (
     process_group_alive,
 )
 
-from .conftest import MakeRig, call, read_pid, wait_until
+from .conftest import MakeRig, call, read_pid
 
 
 class Meet(msgspec.Struct, frozen=True):
@@ -397,3 +398,17 @@ def test_the_defaults_are_a_2_5_s_grace_a_10_s_kill_and_a_60_s_permission_deadli
 def test_settings_out_of_range_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ToolBridgeSettingsError):
         ToolBridgeSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_with_a_redactor_outcomes_and_echoed_arguments_pass_through_it(make_rig: MakeRig) -> None:
+    def hide(text: str) -> str:
+        return text.replace("hunter2-secret", "[redacted:PASSWORD]")
+
+    policy = PermissionPolicy([PermissionRule("shell", "ask")], default="allow", use_default_rules=False)
+    rig = make_rig(policy=policy, redact=hide)
+    rig.run(call("c1", "nap", text="the hunter2-secret"), call("c2", "shell", command="echo hunter2-secret"))
+    request = rig.expect(PermissionRequested)
+    assert "hunter2-secret" not in request.arguments and "[redacted:PASSWORD]" in request.arguments
+    rig.answer("c2", "allow_once")
+    finished = rig.finished()
+    assert [o.content for o in finished.outcomes] == ["the [redacted:PASSWORD]", "[redacted:PASSWORD]"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tool_bridge.builtins._workspace import WorkspaceEscapeError, resolve_in_workspace
 from tool_bridge.builtins.files import (
     EDIT_FILE,
@@ -14,6 +16,7 @@ from tool_bridge.builtins.files import (
     WriteFileArgs,
 )
 from tool_bridge.builtins.shell import DEFAULT_SHELL_TIMEOUT, MAX_SHELL_TIMEOUT, ShellArgs, shell_tool
+from tool_bridge.sandbox import Sandbox
 from tool_bridge.tools import ToolRegistry
 
 __all__ = [
@@ -36,8 +39,18 @@ __all__ = [
 
 
 def builtin_registry(
-    *, shell_default_timeout: float = DEFAULT_SHELL_TIMEOUT, shell_max_timeout: float = MAX_SHELL_TIMEOUT
+    *,
+    shell_default_timeout: float = DEFAULT_SHELL_TIMEOUT,
+    shell_max_timeout: float = MAX_SHELL_TIMEOUT,
+    shell_env: Mapping[str, str] | None = None,
+    shell_sandbox: Sandbox | None = None,
 ) -> ToolRegistry:
-    """A new registry holding the five built-in tools: shell, read_file, write_file, edit_file, list_dir."""
-    shell = shell_tool(default_timeout=shell_default_timeout, max_timeout=shell_max_timeout)
+    """A new registry holding the five built-in tools: shell, read_file, write_file, edit_file, list_dir;
+    ``shell_env`` and ``shell_sandbox`` are the ``shell`` tool's environment and sandbox (`shell_tool`)."""
+    shell = shell_tool(
+        default_timeout=shell_default_timeout,
+        max_timeout=shell_max_timeout,
+        env=shell_env,
+        sandbox=shell_sandbox,
+    )
     return ToolRegistry([shell, READ_FILE, WRITE_FILE, EDIT_FILE, LIST_DIR])

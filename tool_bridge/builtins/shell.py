@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
 
+from tool_bridge.sandbox import Sandbox
 from tool_bridge.tools import ProcessSpec, Tool, ToolContext, ToolDefinitionError, ToolKind
 
 __all__ = ["DEFAULT_SHELL_TIMEOUT", "MAX_SHELL_TIMEOUT", "ShellArgs", "shell_tool"]
@@ -32,14 +34,21 @@ def shell_tool(
     default_timeout: float = DEFAULT_SHELL_TIMEOUT,
     max_timeout: float = MAX_SHELL_TIMEOUT,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Tool[ShellArgs]:
     """Build the ``shell`` tool.
 
     A call runs ``bash -c <command>`` with the workspace as working directory, stdin from
-    ``/dev/null`` and ``env`` as environment (default: this process's).  It succeeds on exit code 0;
-    any other exit is an error showing the exit code and the output.  A call's ``timeout`` above
-    ``max_timeout`` is clamped to it and the output says so (the call is not refused).  On timeout
-    or abort the process group is terminated and the output so far is returned, marked interrupted.
+    ``/dev/null`` and ``env`` as environment (default: this process's; see
+    `tool_bridge.environment.tool_environment` for one without credentials).  With ``sandbox``, the
+    command runs as `Sandbox.wrap` says: confined to the workspace, or refused with
+    `SandboxUnavailableError` (an error outcome) when the sandbox is required but unavailable; the
+    timeouts, the process-group kill and the partial output on a stop are the same inside it.
+
+    It succeeds on exit code 0; any other exit is an error showing the exit code and the output.  A
+    call's ``timeout`` above ``max_timeout`` is clamped to it and the output says so (the call is not
+    refused).  On timeout or abort the process group is terminated and the output so far is returned,
+    marked interrupted.
     Raises `ToolDefinitionError` unless ``0 < default_timeout <= max_timeout``.
     """
     if not 0 < default_timeout <= max_timeout:
@@ -53,7 +62,10 @@ def shell_tool(
         if timeout > max_timeout:
             note = f"note: timeout {timeout:g} s is above the maximum; used {max_timeout:g} s"
             timeout = max_timeout
-        return ProcessSpec(argv=("bash", "-c", args.command), env=env, timeout=timeout, note=note)
+        argv: tuple[str, ...] = ("bash", "-c", args.command)
+        if sandbox is not None:
+            argv = sandbox.wrap(argv, context.workspace, os.environ if env is None else env)
+        return ProcessSpec(argv=argv, env=env, timeout=timeout, note=note)
 
     return Tool(
         name="shell",

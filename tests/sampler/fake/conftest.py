@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import msgspec
 import pytest
 
 from sampler.fake import FakeProvider
+from tests import _waiting as waiting
 
 Event = tuple[str | None, str]
 
@@ -69,11 +69,7 @@ def wait_until() -> Callable[[Callable[[], bool]], None]:
     """Wait (at most 2 s) for a condition another thread makes true; fails the test if it never is."""
 
     def wait(condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 2.0
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError("condition not met within 2 s")
-            time.sleep(0.005)
+        assert waiting.wait_until(condition, timeout=2.0), "condition not met within 2 s"
 
     return wait
 

@@ -1,6 +1,6 @@
 """One host replica: an :class:`AgentHost` in a process of its own, answering the pool's requests.
 
-Ray runs this class as an actor (see :mod:`shell._ray.cluster`), but nothing here knows Ray: a request
+Ray runs this class as an actor (see :mod:`shell.cluster._ray`), but nothing here knows Ray: a request
 comes in as msgpack bytes and its reply goes out as msgpack bytes.
 """
 
@@ -18,12 +18,11 @@ import msgspec
 from actors import Address
 
 from .. import events as ev
-from .._protocol import GetHistory
 from ..config import Settings
 from ..host import AgentHost
 from ..store import StoreBusy, StoreUnavailable
-from . import wire
-from .outbox import Outbox
+from . import _wire as wire
+from ._outbox import Outbox
 
 __all__ = ["NotHere", "ReplicaCore"]
 
@@ -85,9 +84,8 @@ class ReplicaCore:
                 self._attach(session_id, self._host.resume(session_id))
                 return self.incarnation
             case wire.History(session_id, include_replaced):
-                address = self._address(session_id)
-                chat = self._host.system.address(address.name.rsplit("/", 1)[0] + "/chat_state")
-                return chat.ask(GetHistory(include_replaced))
+                self._address(session_id)
+                return self._host.history(session_id, include_replaced=include_replaced)
             case wire.Settle(session_id, turns):
                 return self._settle(session_id, set(turns))
             case wire.CloseSession(session_id):

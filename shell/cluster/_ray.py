@@ -12,10 +12,10 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
 
-from . import wire
-from .handle import ReplicaGone, ReplicaUnreachable
-from .replica import ReplicaCore
-from .settings import ClusterSettings
+from .._cluster_settings import ClusterSettings
+from . import _wire as wire
+from ._handle import ReplicaGone, ReplicaUnreachable
+from ._replica import ReplicaCore
 
 __all__ = ["RayReplica", "join", "leave", "start_replicas"]
 

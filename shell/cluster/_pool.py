@@ -1,10 +1,14 @@
 """The pool, on the driver's side: placing sessions on replicas, routing their mailbox messages, streaming
-their events back, and moving the sessions of a replica that died."""
+their events back, and moving the sessions of a replica that died.
+
+It stays one module because it is one invariant: which replica holds which session, which turns are
+acknowledged and not yet ended, and which events were delivered all live under one condition variable, and
+placement, routing, recovery and delivery each read and change all of them. Split by job, every part would
+need the others' private state."""
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import uuid
@@ -18,19 +22,19 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from actors import Address
 from sampler import Message
 from tool_bridge.permissions import PermissionDecision
 
 from .. import events as ev
+from .._cluster_settings import ClusterSettings
+from .._subscribers import publish
 from ..config import Settings
 from ..host import HostError
 from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from ..store import SessionClosed, SessionExists, SessionNotFound, SessionRecord, StoreBusy, StoreError
-from . import wire
-from .errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable
-from .handle import ReplicaGone, ReplicaHandle, ReplicaUnreachable
-from .settings import ClusterSettings
+from . import _wire as wire
+from ._errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable
+from ._handle import ReplicaGone, ReplicaHandle, ReplicaUnreachable
 
 __all__ = ["HostPool", "PoolAddress", "ReplicaStatus"]
 
@@ -344,7 +348,7 @@ class HostPool:
 
     def _start_on_ray(self) -> list[ReplicaHandle]:
         try:
-            from . import cluster as ray_cluster
+            from . import _ray as ray_cluster
         except ImportError as exc:
             raise ClusterUnavailable(
                 f"a host pool runs on Ray, which cannot be imported ({exc}): pip install 'turnkeep[ray]'"
@@ -381,7 +385,7 @@ class HostPool:
         for handle in handles:
             handle.stop()
         if self._owns_ray:
-            from . import cluster as ray_cluster
+            from . import _ray as ray_cluster
 
             self._owns_ray = False
             ray_cluster.leave()
@@ -602,16 +606,7 @@ class HostPool:
                 placed.pending.pop(event.turn, None)
                 self._lock.notify_all()
             subscribers = list(placed.subscribers)
-        for subscriber in subscribers:
-            try:
-                if isinstance(subscriber, Address | PoolAddress):
-                    subscriber.tell(event)
-                elif isinstance(subscriber, queue.Queue):
-                    subscriber.put_nowait(event)
-                else:
-                    subscriber(event)
-            except Exception:
-                logger.exception("session %s: a subscriber failed", placed.id)
+        publish(subscribers, event, session_id=placed.id)
 
     def _poll_loop(self, slot: _Slot) -> None:
         while not self._closed.is_set() and not slot.gone:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from shell._ray.outbox import Outbox
+from shell.cluster._outbox import Outbox
 
 # Ray picks the address it listens on when it is imported: loopback only, before the import.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -25,19 +25,17 @@ ray = pytest.importorskip("ray", reason="the host pool runs on Ray: pip install 
 from sampler import AssistantMessage, Message, TextPart, UserMessage  # noqa: E402
 from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep  # noqa: E402
 from shell import events as ev  # noqa: E402
-from shell.config import Settings, load_settings  # noqa: E402
-from shell.facade import Host  # noqa: E402
-from shell.host import HostError  # noqa: E402
-from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
-from shell.ray_pool import (  # noqa: E402
-    AsyncPoolSession,
+from shell.cluster import (  # noqa: E402
     ClusterSettings,
     HostPool,
     PoolHost,
-    PoolSession,
     connect,
     load_cluster_settings,
 )
+from shell.config import Settings, load_settings  # noqa: E402
+from shell.facade import AsyncSession, Host, Session  # noqa: E402
+from shell.host import HostError  # noqa: E402
+from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
 from shell.store import SessionStore  # noqa: E402
 
 SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
@@ -109,7 +107,7 @@ def replica_of(pool: HostPool, session_id: str) -> Any:
     return next(status for status in pool.replicas() if status.name == name)
 
 
-def kill_when_tool_starts(session: PoolSession, text: str, kill: Any) -> list[Any]:
+def kill_when_tool_starts(session: Session, text: str, kill: Any) -> list[Any]:
     """The events of a turn, killing the replica under it once its tool is running."""
     events = []
     for event in session.prompt(text, event_timeout=30):
@@ -342,7 +340,7 @@ def test_connect_picks_a_local_host_or_a_pool_from_the_cluster_settings(
 
 @pytest.mark.trio
 async def test_the_trio_face_streams_a_turn_from_the_pool(host: PoolHost, store_dir: Path) -> None:
-    session = AsyncPoolSession(await trio.to_thread.run_sync(lambda: host.open(store_dir / "trio")))
+    session = AsyncSession(await trio.to_thread.run_sync(lambda: host.open(store_dir / "trio")))
     events = [event async for event in session.prompt("from trio")]
     assert events[-1] == ev.TurnCompleted(session.id, 1, "echo: from trio", 1)
     assert not await session.cancel()

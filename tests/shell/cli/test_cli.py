@@ -20,7 +20,7 @@ import pytest
 
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, ToolStep
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEY_VAR = "TK_CLI_TEST_KEY"
 TIMEOUT = 30
 TERMINAL = {"turn_completed", "turn_failed", "turn_cancelled"}
