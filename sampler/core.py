@@ -35,14 +35,19 @@ from .providers import (
     StreamDecoder,
     StreamError,
     TextDelta,
+    decode_whole,
+    endpoint_url,
     get_adapter,
 )
 from .retry import RetryPolicy, decide
 
 __all__ = ["FILTERED_MESSAGE", "ProjectionMemory", "SamplerSettings", "sample_step"]
 
-FILTERED_MESSAGE = "Provider safety policy blocked the response."
+FILTERED_MESSAGE = "The provider's content filter stopped the answer (finish reason content_filter)."
+"""The message of a stream that ended with finish reason ``content_filter``: the provider said no more."""
 _MAX_ERROR_BODY = 64 * 1024
+_MAX_WHOLE_BODY = 16 * 1024 * 1024
+_SHOWN = 300
 
 
 class SamplerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -191,7 +196,7 @@ async def sample_step(
                 emit(ProjectionFallback(request_id, fallback, error.kind))
             decision = decide(error, attempt, policy, rng)
             if not decision.retry:
-                failed = Failed(request_id, decision.error, attempt)
+                failed = Failed(request_id, _with_projections(decision.error, projections), attempt)
                 emit(failed)
                 return failed
             emit(
@@ -213,6 +218,14 @@ async def sample_step(
         partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
         emit(Cancelled(request_id, partial, attempt))
         raise
+
+
+def _with_projections(error: LlmError, projections: list[Projection]) -> LlmError:
+    """``error`` saying which re-shaped requests were tried before it, if any were."""
+    if not projections:
+        return error
+    tried = ", ".join(dict.fromkeys(str(p) for p in projections))
+    return msgspec.structs.replace(error, message=f"{error.message} (also rejected when re-sent as: {tried})")
 
 
 def _rough_tokens(request: ModelRequest) -> int:
@@ -246,7 +259,7 @@ async def _one_attempt(
     attempt: _Attempt,
 ) -> AssistantResult | LlmError:
     adapter = get_adapter(settings.provider)
-    url = settings.base_url.rstrip("/") + adapter.path
+    url = endpoint_url(settings.base_url, adapter.path)
     headers = {**adapter.headers(api_key), **settings.headers}
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
@@ -266,6 +279,10 @@ async def _one_attempt(
                 if response.status_code != 200:
                     body = await _read_bounded(response, watchdog, idle)
                     return classify_http_error(response.status_code, body, response.headers)
+                content_type = response.headers.get("content-type", "")
+                if content_type and "text/event-stream" not in content_type.lower():
+                    body = await _read_bounded(response, watchdog, idle, _MAX_WHOLE_BODY)
+                    return _whole_answer(body, content_type, adapter.new_decoder())
                 decoder = attempt.decoder = adapter.new_decoder()
                 coalescer = _Coalescer(emit, request_id, interval, attempt)
                 try:
@@ -373,11 +390,42 @@ def _only(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return errors[0] if errors else leaves[0]
 
 
-async def _read_bounded(response: httpx.Response, watchdog: trio.CancelScope, idle: float) -> bytes:
+async def _read_bounded(
+    response: httpx.Response, watchdog: trio.CancelScope, idle: float, limit: int = _MAX_ERROR_BODY
+) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():
         watchdog.deadline = trio.current_time() + idle
         body += chunk
-        if len(body) >= _MAX_ERROR_BODY:
+        if len(body) >= limit:
             break
-    return bytes(body[:_MAX_ERROR_BODY])
+    return bytes(body[:limit])
+
+
+def _whole_answer(body: bytes, content_type: str, decoder: StreamDecoder) -> AssistantResult | LlmError:
+    """A 200 that is not an event stream: the complete answer it holds, the error it reports, an event
+    stream mislabelled, or — when it is none of these — a failure quoting what arrived (never retried)."""
+    result = decode_whole(body)
+    if result is not None:
+        return result
+    text = body.decode("utf-8", "replace").strip()
+    if text.startswith("{") and '"error"' in text:
+        error = classify_stream_error(text)
+        if error.kind is LlmErrorKind.UNKNOWN:
+            return msgspec.structs.replace(error, kind=LlmErrorKind.PROVIDER, status=200)
+        return error
+    if text.startswith(("data:", "event:")):
+        parser = SseParser()
+        for sse in [*parser.feed(body), *parser.close()]:
+            for event in decoder.feed(sse):
+                if type(event) is StreamError:
+                    return classify_stream_error(event.data, event.event)
+        return decoder.finish()
+    shown = text[:_SHOWN] + ("..." if len(text) > _SHOWN else "")
+    return LlmError(
+        LlmErrorKind.PROVIDER,
+        status=200,
+        message=f"the provider answered a streamed request with {content_type}, neither an event stream nor "
+        f"a complete answer: {shown or '(empty body)'}",
+        code="not_an_event_stream",
+    )

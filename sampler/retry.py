@@ -43,7 +43,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     factor: float = 2.0
     max_delay: float = 32.0
     jitter: float = 0.25
-    retryable_statuses: tuple[int, ...] = (408, 409, 429, 500, 502, 503, 504, 529)
+    retryable_statuses: tuple[int, ...] = (408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529)
     max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:

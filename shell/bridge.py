@@ -11,6 +11,7 @@ from sampler import FILTERED_MESSAGE, LlmError, LlmErrorKind
 __all__ = [
     "COMPACTION_GAVE_UP",
     "MAX_AUTH_REFRESHES",
+    "QUOTA_USED_UP",
     "CompactAndResubmit",
     "FailTurn",
     "RecoveryAction",
@@ -23,6 +24,9 @@ __all__ = [
 
 MAX_AUTH_REFRESHES = 2
 """Refreshes tried within one step before an auth failure ends the turn."""
+
+QUOTA_USED_UP = "The account's credit or budget is used up: top it up or raise the limit, then try again."
+"""How a ``quota_exhausted`` turn failure begins; the provider's own words follow."""
 
 COMPACTION_GAVE_UP = "Compaction failed to bring the context under the model window after {n} attempts."
 
@@ -68,6 +72,20 @@ SummaryRecovery: TypeAlias = RefreshAuthAndResubmit | SummariseInChunks | StubOl
 
 _START_OVER = "Start a new session or raise the context window."
 
+_AFTER_REPAIR = {
+    LlmErrorKind.REQUEST_STRUCTURE: (
+        "The provider rejected the conversation's structure although the history had been repaired (every "
+        "tool call paired with one result, orphan results dropped, empty images replaced) and the request "
+        "re-sent in the strictest structure where that changed it. The turn failed; the session stays "
+        "usable, and the next request is built from the merged history."
+    ),
+    LlmErrorKind.IMAGE_FORMAT: (
+        "The provider rejected an image although images had been repaired (empty ones replaced) and the "
+        "request re-sent without media where it had any. The turn failed; the session stays usable, and "
+        "the next request replaces the history's images by placeholders."
+    ),
+}
+
 
 class RecoveryBridge:
     """Decides, per step, how a failure is recovered — with bounded tries, never a loop.
@@ -75,7 +93,10 @@ class RecoveryBridge:
     ``auth`` → :class:`RefreshAuthAndResubmit` up to :data:`MAX_AUTH_REFRESHES` times; ``context_overflow``
     (and ``request_too_large`` when the estimate is at least half the window) → :class:`CompactAndResubmit`
     up to ``max_compactions`` consecutive cycles, learning the window as 85 % of the estimate; a filtered
-    answer → ``provider_filtered``; anything else fails the turn with the error's kind and message.
+    answer → ``provider_filtered`` with the provider's own message; ``quota_exhausted`` says that the
+    account's credit or budget is used up, in the provider's words; ``request_structure`` and
+    ``image_format`` (which reach the session only after the sampler's re-shaped requests failed too) say
+    which repairs were tried; anything else fails the turn with the error's kind and message.
     Call :meth:`step_succeeded` when a step completes, so the counters start again.
     """
 
@@ -93,7 +114,7 @@ class RecoveryBridge:
     def on_failed(self, error: LlmError, *, estimated_tokens: int, window: int) -> RecoveryAction:
         """The action for ``error``, given the request's estimated size and the effective window."""
         if error.filtered:
-            return FailTurn("provider_filtered", FILTERED_MESSAGE)
+            return FailTurn("provider_filtered", error.message or FILTERED_MESSAGE)
         if error.kind is LlmErrorKind.AUTH:
             if self._auth_tries >= MAX_AUTH_REFRESHES:
                 return FailTurn(
@@ -115,6 +136,10 @@ class RecoveryBridge:
         message = error.message or f"the provider failed ({error.kind})"
         if error.status is not None and str(error.status) not in message:
             message = f"{message} (HTTP {error.status})"
+        if error.kind is LlmErrorKind.QUOTA_EXHAUSTED:
+            message = f"{QUOTA_USED_UP} The provider said: {message}"
+        elif error.kind in _AFTER_REPAIR:
+            message = f"{_AFTER_REPAIR[error.kind]} The provider said: {message}"
         return FailTurn(str(error.kind), message)
 
     def on_summary_failed(

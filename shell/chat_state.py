@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
@@ -9,6 +10,7 @@ from typing import TypeAlias, TypeVar
 from actors import Actor, Refuse, handles
 from sampler import Message, ModelRequest, SystemMessage, ToolSpec
 
+from . import events as ev
 from ._protocol import (
     Append,
     ApplyCompaction,
@@ -32,10 +34,13 @@ from .compaction import (
     stub_tool_outputs,
     summary_message,
 )
+from .repair import plan_repair
 from .store import SessionRecord, SessionStore, StoreError
 from .tokens import TokenEstimator, effective_window
 
 __all__ = ["ChatStateActor", "ChatStateOptions", "Write", "write_to_store"]
+
+logger = logging.getLogger("turnkeep.shell")
 
 T = TypeVar("T")
 
@@ -85,6 +90,8 @@ class ChatStateActor(Actor):
         self._entries: list[tuple[int, int, Message]] = []
         self._learned: int | None = None
         self._tools: tuple[ToolSpec, ...] = ()
+        self._merge_roles = False
+        self._drop_images = False
 
     def on_start(self) -> None:
         record = self._store.get_session(self._options.session_id)
@@ -115,6 +122,10 @@ class ChatStateActor(Actor):
 
     @handles(LogEvent, BeginTurn, EndTurn)
     def _record(self, message: Write) -> int | None:
+        if isinstance(message, LogEvent) and isinstance(message.event, ev.ProjectionFallback):
+            # The provider rejected the history's shape: the next request is built from a mended one.
+            self._merge_roles |= message.event.projection == "strict_structure"
+            self._drop_images |= message.event.kind == "image_format"
         return self._write(lambda: write_to_store(self._store, self._options.session_id, message))
 
     @handles(GetStatus)
@@ -123,6 +134,7 @@ class ChatStateActor(Actor):
 
     @handles(BuildRequest)
     def _build(self, message: BuildRequest) -> BuiltRequest:
+        self._repair()
         messages = self._messages()
         request = ModelRequest(
             model=message.model, messages=tuple(messages), tools=message.tools, max_tokens=message.max_tokens
@@ -200,6 +212,22 @@ class ChatStateActor(Actor):
             lambda: self._store.load_messages(self._options.session_id, include_replaced=True)
         )
         return tuple(m.message for m in stored)
+
+    def _repair(self) -> None:
+        """Mend the projection where no provider would accept it (see :mod:`shell.repair`), in the store:
+        the mended messages take the place of the originals, which stay stored."""
+        repair = plan_repair(self._entries, merge_roles=self._merge_roles, drop_images=self._drop_images)
+        if repair is not None:
+            self._write(
+                lambda: self._store.apply_repair(
+                    self._options.session_id, replaced=repair.replaced, messages=repair.messages
+                )
+            )
+            self._reload()
+        self._merge_roles = self._drop_images = False
+        if repair is None:
+            return
+        logger.info("session %s: history repaired: %s", self._options.session_id, "; ".join(repair.done))
 
     def _write(self, operation: Callable[[], T]) -> T:
         try:

@@ -8,7 +8,9 @@ import msgspec
 
 from ._auth import Verdict
 from ._reply import Reply, estimate_tokens
+from ._strict import structure_rejection
 from ._wire import (
+    TPM_TOO_LARGE,
     BadRequest,
     Meta,
     Parsed,
@@ -183,6 +185,18 @@ class AnthropicWire:
                 return json_response(529, _error("overloaded_error", "Overloaded"), retry)
             case "token_expired":
                 return self.auth_error("expired")
+            case "budget_exhausted":
+                message = (
+                    "You have reached your specified API usage limits. You will regain access on 2031-01-01."
+                )
+                return json_response(429, _error("rate_limit_error", message))
+            case "request_too_large_tpm":
+                return json_response(429, _error("rate_limit_error", TPM_TOO_LARGE))
+            case "structure_rejected":
+                return self.bad_request(structure_rejection("anthropic"))
+            case "error_in_200":
+                message = "upstream request failed: the model refused the request's parameters"
+                return json_response(200, _error("invalid_request_error", message))
             case _:
                 status = fault.http_status
                 kind = "api_error" if status >= 500 else "invalid_request_error"

@@ -20,6 +20,7 @@ from ._openai import OpenAIWire
 from ._overflow import OverflowStyle, overflow_response
 from ._reply import Reply, filtered, render
 from ._stats import Rejection, StatsCounter
+from ._strict import history_problem
 from ._wire import BadRequest, Header, Meta, Parsed, Response, Wire, json_response, too_large_page
 from .faults import STATUS_KINDS, Fault
 from .script import Conversation, Script, Step, is_summary_request, script_directive, summarize
@@ -61,6 +62,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     too_large_style: Literal["html", "json"] = "html"
     max_images: int | None = None
     events_per_write: int = 1
+    strict_history: bool = False
+    alternate_roles: bool = False
 
 
 class UnknownScript(Exception):
@@ -161,7 +164,8 @@ class ProviderApp:
             await self._reject(send, "auth", wire.auth_error(verdict, token), request_id)
             return
         try:
-            parsed = wire.parse(msgspec.json.decode(body))
+            decoded = msgspec.json.decode(body)
+            parsed = wire.parse(decoded)
         except msgspec.DecodeError:
             message = "We could not parse the JSON body of your request: it is not valid JSON."
             await self._reject(send, "bad_request", wire.bad_request(message), request_id)
@@ -170,6 +174,11 @@ class ProviderApp:
             await self._reject(send, "bad_request", wire.bad_request(str(exc)), request_id)
             return
 
+        settings = self._settings
+        problem = history_problem(wire.name, decoded, settings.strict_history, settings.alternate_roles)
+        if problem is not None:
+            await self._reject(send, "bad_request", wire.bad_request(problem), request_id)
+            return
         fault = self._faults.next(hashlib.blake2b(body, digest_size=16).digest())
         if fault is not None and fault.kind == "context_overflow":
             self._stats.fault(fault.kind)
@@ -187,7 +196,6 @@ class ProviderApp:
                 await _respond(send, wire.fault_response(fault), request_id)
             return
 
-        settings = self._settings
         if settings.max_images is not None and parsed.images > settings.max_images:
             await self._reject(send, "image", wire.image_rejected(), request_id)
             return
@@ -216,7 +224,7 @@ class ProviderApp:
         watcher = asyncio.create_task(_watch_disconnect(receive, gone))
         self._active.add(gone)
         try:
-            if parsed.stream:
+            if parsed.stream and (fault is None or fault.kind != "whole_answer"):
                 await self._stream(send, wire, reply, meta, fault, gone, request_id)
             else:
                 await self._whole(send, wire, reply, meta, fault, gone, request_id)

@@ -83,3 +83,13 @@ class FaultDecider:
                 return Fault.status(500)
             case "context_overflow":
                 return Fault.context_overflow()
+            case "budget_exhausted":
+                return Fault.budget_exhausted()
+            case "request_too_large_tpm":
+                return Fault.request_too_large_tpm()
+            case "whole_answer":
+                return Fault.whole_answer()
+            case "error_in_200":
+                return Fault.error_in_200()
+            case "structure_rejected":
+                return Fault.structure_rejected()

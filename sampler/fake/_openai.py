@@ -8,7 +8,9 @@ import msgspec
 
 from ._auth import Verdict
 from ._reply import Reply, estimate_tokens
+from ._strict import structure_rejection
 from ._wire import (
+    TPM_TOO_LARGE,
     BadRequest,
     Meta,
     Parsed,
@@ -189,6 +191,16 @@ class OpenAIWire:
                 return json_response(500, _error(_SERVER_ERROR, "server_error"), retry)
             case "token_expired":
                 return self.auth_error("expired", None)
+            case "budget_exhausted":
+                message = "Budget has been exceeded! Current cost: 10.02, Max budget: 10.0"
+                return json_response(429, _error(message, "budget_exceeded", "429"))
+            case "request_too_large_tpm":
+                return json_response(429, _error(TPM_TOO_LARGE, "tokens", "rate_limit_exceeded"))
+            case "structure_rejected":
+                return self.bad_request(structure_rejection("openai"))
+            case "error_in_200":
+                message = "upstream request failed: the model refused the request's parameters"
+                return json_response(200, _error(message, "invalid_request_error"))
             case _:
                 status = fault.http_status
                 kind = "server_error" if status >= 500 else "invalid_request_error"

@@ -49,6 +49,9 @@ class FakeProvider:
     - `require_key`: refuse model calls without a credential (401), as hosted providers do; always on
       with `token_expiry`. Without either, calls need no key, as a local server.
     - `events_per_write`: stream events coalesced into one HTTP chunk (1 = one chunk per event).
+    - `strict_history`: refuse a history with a tool call without its result, a result without its call,
+      or an empty image (400, in the wire's provider's words); `alternate_roles` also refuses two user or
+      two assistant messages in a row (DeepSeek's reasoner's rule and words; OpenAI wire only).
 
     `start()` returns once the socket listens; `stop()` returns once the server thread has ended. Both
     are safe to call from any thread but the provider's own; a stopped provider cannot start again. Use
@@ -73,6 +76,8 @@ class FakeProvider:
         token_expiry: TokenExpiry | None = None,
         require_key: bool = False,
         events_per_write: int = 1,
+        strict_history: bool = False,
+        alternate_roles: bool = False,
     ) -> None:
         if chunk_chars < 1 or events_per_write < 1:
             raise ValueError("chunk_chars and events_per_write must be at least 1")
@@ -92,6 +97,8 @@ class FakeProvider:
             too_large_style=too_large_style,
             max_images=max_images,
             events_per_write=events_per_write,
+            strict_history=strict_history,
+            alternate_roles=alternate_roles,
         )
         self._app = ProviderApp(
             settings,

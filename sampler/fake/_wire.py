@@ -21,6 +21,13 @@ _IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
 _TEXT_TYPES = frozenset({"text", "input_text"})
 
 
+TPM_TOO_LARGE = (
+    "Request too large for the model in organization org-fake on tokens per min (TPM): Limit 30000, "
+    "Requested 45000. The input or output tokens must be reduced in order to run successfully."
+)
+"""OpenAI's wording for a request that alone exceeds the per-minute token limit (a proxy passes it on)."""
+
+
 class BadRequest(Exception):
     """The request body is not a request this wire understands; the message says why."""
 

@@ -40,12 +40,27 @@ FaultKind = Literal[
     "stream_error",
     "token_expired",
     "context_overflow",
+    "budget_exhausted",
+    "request_too_large_tpm",
+    "whole_answer",
+    "error_in_200",
+    "structure_rejected",
 ]
 """Every kind of fault; `ProviderStats.faults` counts injected faults by these names."""
 
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 
-_QUEUE_ONLY: frozenset[FaultKind] = frozenset({"http_error", "context_overflow"})
+_QUEUE_ONLY: frozenset[FaultKind] = frozenset(
+    {
+        "http_error",
+        "context_overflow",
+        "budget_exhausted",
+        "request_too_large_tpm",
+        "whole_answer",
+        "error_in_200",
+        "structure_rejected",
+    }
+)
 """Kinds only a scripted queue injects; a plan draws none of them."""
 
 STATUS_KINDS: frozenset[FaultKind] = frozenset(
@@ -57,9 +72,13 @@ STATUS_KINDS: frozenset[FaultKind] = frozenset(
         "unavailable",
         "overloaded",
         "http_error",
+        "budget_exhausted",
+        "request_too_large_tpm",
+        "error_in_200",
+        "structure_rejected",
     }
 )
-"""Faults answered with an error status instead of the model's reply."""
+"""Faults answered with an error response instead of the model's reply (`error_in_200` with status 200)."""
 
 _TRANSIENT: tuple[FaultKind, ...] = (
     "rate_limit",
@@ -193,6 +212,35 @@ class Fault(msgspec.Struct, frozen=True, kw_only=True):
         """A 400 context-overflow error in the provider's wording, whatever the request's size (for tests
         of compaction that must not depend on a window)."""
         return cls(kind="context_overflow", http_status=400)
+
+    @classmethod
+    def budget_exhausted(cls) -> Fault:
+        """429 saying the account's budget is used up, as a LiteLLM proxy says it (`budget_exceeded`):
+        never transient, whatever the status."""
+        return cls(kind="budget_exhausted", http_status=429)
+
+    @classmethod
+    def request_too_large_tpm(cls) -> Fault:
+        """429 saying the request alone is larger than the per-minute token limit (OpenAI's "Request too
+        large for … on tokens per min (TPM)"): waiting cannot help, only a smaller request."""
+        return cls(kind="request_too_large_tpm", http_status=429)
+
+    @classmethod
+    def whole_answer(cls) -> Fault:
+        """A streamed request answered with the whole non-streamed answer as `200 application/json`, as
+        some gateways do."""
+        return cls(kind="whole_answer")
+
+    @classmethod
+    def error_in_200(cls) -> Fault:
+        """A JSON error body with status 200 (a gateway's way of reporting an upstream failure)."""
+        return cls(kind="error_in_200", http_status=200)
+
+    @classmethod
+    def structure_rejected(cls) -> Fault:
+        """400 refusing the history's structure (a tool call without its result), in the wire's provider's
+        words, whatever the request holds."""
+        return cls(kind="structure_rejected", http_status=400)
 
     @classmethod
     def token_expired(cls) -> Fault:

@@ -17,6 +17,8 @@ from ._base import (
     ToolCallDelta,
     UsageUpdate,
 )
+from ._url import endpoint_url
+from ._whole import decode_whole
 from .anthropic import ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, AnthropicAdapter, AnthropicDecoder
 from .openai import OpenAIAdapter, OpenAIDecoder
 
@@ -38,6 +40,8 @@ __all__ = [
     "TextDelta",
     "ToolCallDelta",
     "UsageUpdate",
+    "decode_whole",
+    "endpoint_url",
     "get_adapter",
 ]
 

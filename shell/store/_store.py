@@ -374,10 +374,31 @@ class SessionStore:
         Raises :class:`CompactionRejected` (and changes nothing) if ``replaced`` is empty or names a message
         that does not exist or is already replaced.
         """
+        return self._replace(session_id, replaced, [(turn, summary)])[0]
+
+    def apply_repair(
+        self, session_id: str, *, replaced: Sequence[int], messages: Sequence[tuple[int, Message]]
+    ) -> list[int]:
+        """Replace messages by a repaired run of ``messages`` (``(turn, message)`` pairs) in the projection,
+        atomically; returns their seqs, in order.
+
+        As :meth:`apply_compaction` does with a summary: the new messages (``is_summary``, being derived)
+        take, in their order, the place of the earliest replaced message; the replaced ones stay in the
+        store, ``replaced_by`` the first new one. Raises :class:`CompactionRejected` (and changes nothing)
+        if ``messages`` or ``replaced`` is empty, or ``replaced`` names a message that does not exist or is
+        already replaced.
+        """
+        if not messages:
+            raise CompactionRejected("a repair must put at least one message in place")
+        return self._replace(session_id, replaced, messages)
+
+    def _replace(
+        self, session_id: str, replaced: Sequence[int], messages: Sequence[tuple[int, Message]]
+    ) -> list[int]:
         seqs = sorted(set(replaced))
         if not seqs:
             raise CompactionRejected("a compaction must replace at least one message")
-        body = _encode(summary)
+        bodies = [(turn, _encode(message)) for turn, message in messages]
         now = time.time()
         with self._backend.write() as db:
             self._open_session(db, session_id)
@@ -393,18 +414,19 @@ class SessionStore:
             if taken:
                 raise CompactionRejected(f"messages {taken} of session {session_id!r} are already replaced")
             position = min(row[2] for row in rows)
-            seq = self._next_seq(db, "messages", session_id)
-            db.run(
-                "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
-                " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
-                (session_id, seq, turn, body, now, True, position),
-            )
+            first = self._next_seq(db, "messages", session_id)
+            for offset, (turn, body) in enumerate(bodies):
+                db.run(
+                    "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
+                    " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                    (session_id, first + offset, turn, body, now, True, position),
+                )
             db.run(
                 f"UPDATE messages SET replaced_by = ? WHERE session_id = ? AND seq IN ({marks})",
-                (seq, session_id, *seqs),
+                (first, session_id, *seqs),
             )
             self._touch(db, session_id, now)
-        return seq
+        return [first + offset for offset in range(len(bodies))]
 
     def load_messages(self, session_id: str, *, include_replaced: bool = False) -> list[StoredMessage]:
         """The session's messages.

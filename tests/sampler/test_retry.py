@@ -31,7 +31,7 @@ def test_the_default_policy_is_the_designed_one():
         factor=2.0,
         max_delay=32.0,
         jitter=0.25,
-        retryable_statuses=(408, 409, 429, 500, 502, 503, 504, 529),
+        retryable_statuses=(408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529),
         max_retry_after=60.0,
     )
 
@@ -135,12 +135,13 @@ def test_kinds_that_need_a_different_request_are_never_retried(kind):
     assert decision.error is failure
 
 
-@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529])
 def test_status_errors_are_retried_for_the_retryable_statuses(status):
+    # 520-524 are Cloudflare's answers for an origin that is unreachable or slow: transient by definition.
     assert is_retryable(error(K.STATUS, status=status), POLICY)
 
 
-@pytest.mark.parametrize("status", [None, 501, 505, 520, 524])
+@pytest.mark.parametrize("status", [None, 501, 505, 511, 525, 526])
 def test_status_errors_are_not_retried_for_other_statuses(status):
     assert not is_retryable(error(K.STATUS, status=status), POLICY)
 

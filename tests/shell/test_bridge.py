@@ -7,6 +7,7 @@ import pytest
 from sampler import FILTERED_MESSAGE, LlmError, LlmErrorKind
 from shell.bridge import (
     MAX_AUTH_REFRESHES,
+    QUOTA_USED_UP,
     CompactAndResubmit,
     FailTurn,
     RecoveryBridge,
@@ -60,17 +61,32 @@ def test_a_413_counts_as_overflow_only_when_the_request_is_at_least_half_the_win
         assert action.learned_window is None
 
 
-def test_a_filtered_answer_fails_as_provider_filtered() -> None:
+def test_a_filtered_answer_fails_as_provider_filtered_with_the_providers_own_words() -> None:
+    words = "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."
+    error = LlmError(LlmErrorKind.PROVIDER, status=400, message=words, filtered=True)
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert action == FailTurn("provider_filtered", words)
+
+
+def test_a_filtered_stream_without_words_fails_with_the_finish_reason_named() -> None:
     error = LlmError(LlmErrorKind.PROVIDER, message=FILTERED_MESSAGE, filtered=True)
-    assert RecoveryBridge().on_failed(error, estimated_tokens=1, window=10) == FailTurn(
-        "provider_filtered", "Provider safety policy blocked the response."
-    )
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert action == FailTurn("provider_filtered", FILTERED_MESSAGE)
+    assert "content_filter" in FILTERED_MESSAGE
+
+
+def test_a_used_up_budget_says_so_with_the_providers_words() -> None:
+    words = "Budget has been exceeded! Current cost: 10.02, Max budget: 10.0"
+    error = LlmError(LlmErrorKind.QUOTA_EXHAUSTED, status=429, message=words)
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert action == FailTurn("quota_exhausted", f"{QUOTA_USED_UP} The provider said: {words} (HTTP 429)")
+    assert "the account's credit or budget is used up" in action.message.lower()
 
 
 def test_anything_else_fails_with_the_errors_kind_and_the_providers_message() -> None:
-    error = LlmError(LlmErrorKind.QUOTA_EXHAUSTED, status=429, message="You exceeded your current quota")
+    error = LlmError(LlmErrorKind.PROVIDER, status=404, message="The model `x` does not exist")
     action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
-    assert action == FailTurn("quota_exhausted", "You exceeded your current quota (HTTP 429)")
+    assert action == FailTurn("provider", "The model `x` does not exist (HTTP 404)")
 
 
 def test_a_failed_refresh_ends_the_turn_with_advice() -> None:
@@ -115,3 +131,16 @@ def test_with_nothing_to_compact_or_too_little_shrink_the_turn_fails_as_context_
     assert nothing.kind == "context_overflow" and "nothing left to compact" in nothing.message
     small = RecoveryBridge.compaction_too_small(9000, 8800)
     assert small.kind == "context_overflow" and "(9000 → 8800 estimated tokens)" in small.message
+
+
+def test_a_structure_rejected_after_every_repair_fails_saying_which_repairs_were_tried() -> None:
+    words = (
+        "messages.3: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1 "
+        "(also rejected when re-sent as: strict_structure)"
+    )
+    error = LlmError(LlmErrorKind.REQUEST_STRUCTURE, status=400, message=words)
+    action = RecoveryBridge().on_failed(error, estimated_tokens=1, window=10)
+    assert isinstance(action, FailTurn) and action.kind == "request_structure"
+    assert "every tool call paired with one result" in action.message
+    assert "strictest structure" in action.message and "session stays usable" in action.message
+    assert action.message.endswith(f"The provider said: {words} (HTTP 400)")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actors import ChaosPolicy
-from sampler import AssistantMessage, Completed, ToolMessage, UserMessage
+from sampler import FILTERED_MESSAGE, AssistantMessage, Completed, ToolMessage, UserMessage
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, TokenExpiry, ToolStep
 from shell import events as ev
 from shell.credentials import OAuthCredential
@@ -99,9 +99,7 @@ def test_a_filtered_answer_fails_the_turn_as_provider_filtered(tmp_path: Path, l
         events = harness.turn(session, "say something")
         again = harness.turn(session, "try again")
         harness.close()
-    assert events[-1] == ev.TurnFailed(
-        "s1", 1, "provider_filtered", "Provider safety policy blocked the response."
-    )
+    assert events[-1] == ev.TurnFailed("s1", 1, "provider_filtered", FILTERED_MESSAGE)
     assert isinstance(again[-1], ev.TurnCompleted)
 
 

@@ -275,5 +275,5 @@ def test_plans_and_faults_reject_impossible_values():
 
 
 def test_every_kind_has_a_name_the_stats_use():
-    assert len(FAULT_KINDS) == len(set(FAULT_KINDS)) == 14
+    assert len(FAULT_KINDS) == len(set(FAULT_KINDS)) == 19
     assert set(FaultPlan.profile("light").rates()) <= TRANSIENT_KINDS
