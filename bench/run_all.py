@@ -184,6 +184,13 @@ _BENCHMARKS = (
     _Benchmark(
         "convergence", "convergence_bench.py", ("--json",), ("--json", "--turns", "30"), figures_from_json
     ),
+    _Benchmark(
+        "provider gate",
+        "provider_gate_bench.py",
+        ("--json",),
+        ("--json", "--sessions", "50", "--rate", "20"),
+        figures_from_json,
+    ),
     _Benchmark("sandbox", "sandbox_bench.py", ("--json",), ("--json", "--calls", "20"), figures_from_json),
     _Benchmark("serve", "serve_soak.py", ("--json",), ("--json", "--seconds", "8"), figures_from_json),
 )

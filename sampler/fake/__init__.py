@@ -12,6 +12,7 @@ goes wrong comes from a `FaultPlan`. Everything is deterministic for a given pla
 
 from ._auth import DEFAULT_REFRESH_TOKEN, TokenExpiry
 from ._overflow import OverflowStyle
+from ._ratelimit import RateLimit
 from ._server import FakeProvider, FakeProviderError, serve_forever
 from ._stats import ProviderStats, Rejection
 from .faults import FAULT_KINDS, PROFILES, STATUS_KINDS, TRANSIENT_KINDS, Fault, FaultKind, FaultPlan
@@ -34,6 +35,7 @@ __all__ = [
     "FinalAnswer",
     "OverflowStyle",
     "ProviderStats",
+    "RateLimit",
     "Rejection",
     "Script",
     "Step",

@@ -3,32 +3,40 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, Literal
-from urllib.parse import parse_qs
+from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 
 from ._anthropic import AnthropicWire
 from ._auth import TokenBook
 from ._decide import FaultDecider
+from ._http import (
+    Receive,
+    Scope,
+    Send,
+    credential,
+    form_or_json,
+    header,
+    method_not_allowed,
+    not_found,
+    read_body,
+    respond,
+    stall,
+    watch_disconnect,
+)
 from ._openai import OpenAIWire
 from ._overflow import OverflowStyle, overflow_response
+from ._ratelimit import RateLimit, RateLimiter, refusal
 from ._reply import Reply, filtered, render
 from ._stats import Rejection, StatsCounter
 from ._strict import history_problem
 from ._wire import BadRequest, Header, Meta, Parsed, Response, Wire, json_response, too_large_page
 from .faults import STATUS_KINDS, Fault
 from .script import Conversation, Script, Step, is_summary_request, script_directive, summarize
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
@@ -64,6 +72,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     events_per_write: int = 1
     strict_history: bool = False
     alternate_roles: bool = False
+    rate_limit: RateLimit | None = None
 
 
 class UnknownScript(Exception):
@@ -115,6 +124,7 @@ class ProviderApp:
         self._sequence = 0
         self._closing = False
         self._active: set[asyncio.Event] = set()
+        self._limiter = None if settings.rate_limit is None else RateLimiter(settings.rate_limit)
 
     def begin_close(self) -> None:
         """Wake every stalled or hanging response so it ends now; call on the app's event loop."""
@@ -130,26 +140,26 @@ class ProviderApp:
         wire = _WIRES.get(path)
         if wire is not None:
             if method != "POST":
-                await _respond(send, _method_not_allowed(method, path))
+                await respond(send, method_not_allowed(method, path))
                 return
             await self._model_call(wire, scope, receive, send)
         elif path == "/oauth/token":
             if method != "POST":
-                await _respond(send, _method_not_allowed(method, path))
+                await respond(send, method_not_allowed(method, path))
                 return
             await self._token_grant(scope, receive, send)
         elif path == "/v1/models" and method == "GET":
             model = {"id": self._settings.model, "object": "model", "created": 0, "owned_by": "turnkeep"}
-            await _respond(send, json_response(200, {"object": "list", "data": [model]}))
+            await respond(send, json_response(200, {"object": "list", "data": [model]}))
         else:
-            await _respond(send, _not_found(method, path))
+            await respond(send, not_found(method, path))
 
     async def _model_call(self, wire: Wire, scope: Scope, receive: Receive, send: Send) -> None:
         self._stats.request(wire.name)
         self._sequence += 1
         sequence = self._sequence
         request_id = (wire.request_id_header, f"req_fake{sequence:08d}".encode())
-        read = await _read_body(receive, self._settings.max_body_bytes)
+        read = await read_body(receive, self._settings.max_body_bytes)
         if read is None:
             self._stats.disconnect()
             return
@@ -158,7 +168,7 @@ class ProviderApp:
             page = too_large_page() if self._settings.too_large_style == "html" else wire.too_large()
             await self._reject(send, "too_large", page, request_id)
             return
-        token = _credential(scope)
+        token = credential(scope)
         verdict = self._tokens.admit(token)
         if verdict != "ok":
             await self._reject(send, "auth", wire.auth_error(verdict, token), request_id)
@@ -179,21 +189,28 @@ class ProviderApp:
         if problem is not None:
             await self._reject(send, "bad_request", wire.bad_request(problem), request_id)
             return
+        limits: tuple[Header, ...] = ()
+        if self._limiter is not None:
+            admitted = self._limiter.admit(parsed.prompt_tokens)
+            if not admitted.allowed:
+                await self._reject(send, "rate_limit", refusal(wire.name, admitted), request_id)
+                return
+            limits = admitted.headers
         fault = self._faults.next(hashlib.blake2b(body, digest_size=16).digest())
         if fault is not None and fault.kind == "context_overflow":
             self._stats.fault(fault.kind)
             style = self._settings.overflow_style or _OVERFLOW_STYLE[wire.name]
             limit = min(self._settings.context_window or parsed.prompt_tokens, parsed.prompt_tokens)
             response = overflow_response(style, parsed.prompt_tokens, max(1, limit - 1))
-            await _respond(send, response, request_id)
+            await respond(send, response, request_id)
             return
         if fault is not None and (fault.kind in STATUS_KINDS or fault.kind == "token_expired"):
             self._stats.fault(fault.kind)
             if fault.kind == "token_expired" and token is not None:
                 self._tokens.expire(token)
-                await _respond(send, wire.auth_error("expired", token), request_id)
+                await respond(send, wire.auth_error("expired", token), request_id)
             else:
-                await _respond(send, wire.fault_response(fault), request_id)
+                await respond(send, wire.fault_response(fault), request_id)
             return
 
         if settings.max_images is not None and parsed.images > settings.max_images:
@@ -219,9 +236,9 @@ class ProviderApp:
             self._stats.fault(fault.kind)
             if fault.kind == "content_filter":
                 reply = filtered(reply, fault.after_chunks)
-        meta = self._meta(wire, parsed, sequence)
+        meta = msgspec.structs.replace(self._meta(wire, parsed, sequence), headers=limits)
         gone = asyncio.Event()
-        watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+        watcher = asyncio.create_task(watch_disconnect(receive, gone))
         self._active.add(gone)
         try:
             if parsed.stream and (fault is None or fault.kind != "whole_answer"):
@@ -251,7 +268,8 @@ class ProviderApp:
         cut = -1
         if fault is not None and kind in ("reset", "stall", "stream_error"):
             cut = min(fault.after_chunks, total - 1)
-        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, request_id]})
+        start = [*_SSE_HEADERS, request_id, *meta.headers]
+        await send({"type": "http.response.start", "status": 200, "headers": start})
         per_write = self._settings.events_per_write
         position = 0
         sends = 0
@@ -263,7 +281,7 @@ class ProviderApp:
                 if kind == "stream_error":
                     await send({"type": "http.response.body", "body": wire.error_event(), "more_body": False})
                     return
-                await _stall(fault, gone)
+                await stall(fault, gone)
                 if gone.is_set():
                     self._gone()
                     return
@@ -298,12 +316,12 @@ class ProviderApp:
     ) -> None:
         kind = fault.kind if fault is not None else None
         if fault is not None and kind == "stall":
-            await _stall(fault, gone)
+            await stall(fault, gone)
             if gone.is_set():
                 self._gone()
                 return
         if kind == "stream_error" and fault is not None:
-            await _respond(send, wire.fault_response(fault), request_id)
+            await respond(send, wire.fault_response(fault), request_id)
             return
         if fault is not None and kind == "empty":
             body = wire.body(Reply((), (), "stop", 0), meta) if fault.with_done else b""
@@ -315,7 +333,7 @@ class ProviderApp:
             await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
             raise ConnectionAbort
         self._stats.completed()
-        await _respond(send, Response(200, body), request_id)
+        await respond(send, Response(200, body, headers=meta.headers), request_id)
 
     def _gone(self) -> None:
         if self._closing:
@@ -333,14 +351,14 @@ class ProviderApp:
 
     async def _reject(self, send: Send, reason: Rejection, response: Response, request_id: Header) -> None:
         self._stats.rejection(reason)
-        await _respond(send, response, request_id)
+        await respond(send, response, request_id)
 
     async def _token_grant(self, scope: Scope, receive: Receive, send: Send) -> None:
-        read = await _read_body(receive, _TOKEN_BODY_LIMIT)
+        read = await read_body(receive, _TOKEN_BODY_LIMIT)
         if read is None:
             return
         body, too_large = read
-        fields = {} if too_large else _form_or_json(body, _header(scope, b"content-type") or "")
+        fields = {} if too_large else form_or_json(body, header(scope, b"content-type") or "")
         grant_type = fields.get("grant_type")
         refresh_token = fields.get("refresh_token")
         if grant_type != "refresh_token":
@@ -349,7 +367,7 @@ class ProviderApp:
                 "error_description": "Only refresh_token is supported.",
             }
             self._stats.token_grant(False)
-            await _respond(send, json_response(400, error))
+            await respond(send, json_response(400, error))
             return
         grant = self._tokens.refresh(refresh_token) if refresh_token else None
         if grant is None:
@@ -358,97 +376,7 @@ class ProviderApp:
                 "error_description": "The refresh token is invalid or revoked.",
             }
             self._stats.token_grant(False)
-            await _respond(send, json_response(400, error))
+            await respond(send, json_response(400, error))
             return
         self._stats.token_grant(True)
-        await _respond(send, json_response(200, grant, ((b"cache-control", b"no-store"),)))
-
-
-async def _read_body(receive: Receive, limit: int | None) -> tuple[bytes, bool] | None:
-    """The whole request body and whether it exceeded `limit` (then it is drained, not kept); None if the
-    client went away first."""
-    parts: list[bytes] = []
-    size = 0
-    over = False
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        data: bytes = message.get("body", b"")
-        size += len(data)
-        if limit is not None and size > limit:
-            over = True
-            parts.clear()
-        elif not over:
-            parts.append(data)
-        if not message.get("more_body", False):
-            return b"".join(parts), over
-
-
-async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            gone.set()
-            return
-
-
-async def _stall(fault: Fault, gone: asyncio.Event) -> None:
-    if fault.hang:
-        await gone.wait()
-        return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(gone.wait(), fault.stall_seconds)
-
-
-async def _respond(send: Send, response: Response, request_id: Header | None = None) -> None:
-    headers = [
-        (b"content-type", response.content_type),
-        (b"content-length", str(len(response.body)).encode()),
-    ]
-    headers.extend(response.headers)
-    if request_id is not None:
-        headers.append(request_id)
-    await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.body, "more_body": False})
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def _credential(scope: Scope) -> str | None:
-    authorization = _header(scope, b"authorization")
-    if authorization is not None:
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
-    api_key = _header(scope, b"x-api-key")
-    return api_key.strip() if api_key and api_key.strip() else None
-
-
-def _form_or_json(body: bytes, content_type: str) -> dict[str, str]:
-    if "json" in content_type:
-        try:
-            decoded = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            return {}
-        if not isinstance(decoded, dict):
-            return {}
-        return {key: value for key, value in decoded.items() if isinstance(value, str)}
-    form = parse_qs(body.decode("utf-8", "replace"))
-    return {key: values[0] for key, values in form.items() if values}
-
-
-def _not_found(method: str, path: str) -> Response:
-    message = f"Unknown request URL: {method} {path}."
-    error = {"message": message, "type": "invalid_request_error", "param": None, "code": "unknown_url"}
-    return json_response(404, {"error": error})
-
-
-def _method_not_allowed(method: str, path: str) -> Response:
-    error = {"message": f"{method} is not allowed on {path}.", "type": "invalid_request_error"}
-    return json_response(405, {"error": error}, ((b"allow", b"POST"),))
+        await respond(send, json_response(200, grant, ((b"cache-control", b"no-store"),)))

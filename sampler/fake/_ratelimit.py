@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import msgspec
 
-__all__ = ["RateLimit", "RateLimiter", "Verdict"]
+from ._wire import Header, Response, json_response
 
-Header = tuple[bytes, bytes]
+__all__ = ["RateLimit", "RateLimiter", "Verdict", "refusal"]
 
 
 class RateLimit(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,7 +45,6 @@ class Verdict(msgspec.Struct, frozen=True):
 
 class _Bucket:
     def __init__(self, per_minute: float, burst_seconds: float, now: float) -> None:
-        self.limit = per_minute
         self.capacity = per_minute * burst_seconds / 60.0
         self.rate = per_minute / 60.0
         self.level = self.capacity
@@ -119,7 +118,7 @@ class RateLimiter:
         for name, bucket in (("requests", self._requests), ("tokens", self._tokens)):
             if bucket is None:
                 continue
-            limit, remaining, reset = str(int(bucket.limit)), str(int(bucket.level)), bucket.until_full()
+            limit, remaining, reset = str(int(bucket.capacity)), str(int(bucket.level)), bucket.until_full()
             stamp = datetime.fromtimestamp(wall + reset, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             headers += [
                 (f"x-ratelimit-limit-{name}".encode(), limit.encode()),
@@ -140,3 +139,15 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.3g}s"
     minutes, rest = divmod(seconds, 60)
     return f"{int(minutes)}m{rest:.0f}s"
+
+
+def refusal(wire: str, verdict: Verdict) -> Response:
+    """The 429 a provider of ``wire`` (``openai`` or ``anthropic``) answers when ``verdict`` refused."""
+    what = verdict.exhausted or "requests"
+    unit = "requests per min (RPM)" if what == "requests" else "tokens per min (TPM)"
+    message = f"Rate limit reached for {unit}. Please try again later."
+    if wire == "anthropic":
+        body = {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+    else:
+        body = {"error": {"message": message, "type": what, "param": None, "code": "rate_limit_exceeded"}}
+    return json_response(429, body, verdict.headers)

@@ -18,6 +18,7 @@ from ._app import ConnectionAbort, ProviderApp, ScriptBook, Settings
 from ._auth import TokenBook, TokenExpiry
 from ._decide import FaultDecider
 from ._overflow import OverflowStyle
+from ._ratelimit import RateLimit
 from ._stats import ProviderStats, StatsCounter
 from .faults import FaultPlan
 from .script import Script
@@ -49,6 +50,8 @@ class FakeProvider:
     - `require_key`: refuse model calls without a credential (401), as hosted providers do; always on
       with `token_expiry`. Without either, calls need no key, as a local server.
     - `events_per_write`: stream events coalesced into one HTTP chunk (1 = one chunk per event).
+    - `rate_limit`: requests and tokens per minute, refused with 429 and Retry-After beyond them, with
+      OpenAI's and Anthropic's rate-limit headers on every answer (see `RateLimit`).
     - `strict_history`: refuse a history with a tool call without its result, a result without its call,
       or an empty image (400, in the wire's provider's words); `alternate_roles` also refuses two user or
       two assistant messages in a row (DeepSeek's reasoner's rule and words; OpenAI wire only).
@@ -78,6 +81,7 @@ class FakeProvider:
         events_per_write: int = 1,
         strict_history: bool = False,
         alternate_roles: bool = False,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         if chunk_chars < 1 or events_per_write < 1:
             raise ValueError("chunk_chars and events_per_write must be at least 1")
@@ -99,6 +103,7 @@ class FakeProvider:
             events_per_write=events_per_write,
             strict_history=strict_history,
             alternate_roles=alternate_roles,
+            rate_limit=rate_limit,
         )
         self._app = ProviderApp(
             settings,

@@ -11,7 +11,9 @@ from .faults import FaultKind
 
 __all__ = ["ProviderStats", "Rejection", "StatsCounter"]
 
-Rejection = Literal["too_large", "auth", "bad_request", "image", "context_overflow", "unknown_script"]
+Rejection = Literal[
+    "too_large", "auth", "bad_request", "image", "context_overflow", "unknown_script", "rate_limit"
+]
 """Why a model call was refused without a fault: 413, 401, malformed, image, window, unknown script."""
 
 

@@ -51,6 +51,8 @@ class Meta(msgspec.Struct, frozen=True, kw_only=True):
     created: int
     prompt_tokens: int
     include_usage: bool
+    headers: tuple[Header, ...] = ()
+    """Sent with the response besides its own (the rate-limit headers, when the provider is limited)."""
 
 
 class Response(msgspec.Struct, frozen=True):

@@ -35,13 +35,16 @@ class GateLimits:
     """Ceilings the operator configures, for providers that send no rate-limit headers (None: none).
 
     ``aging`` is how many seconds of waiting raise a request by one priority level, so background work
-    still progresses beside interactive work.
+    still progresses beside interactive work. Until the provider has answered once, at most
+    ``first_requests`` are in flight: a crowd of sessions starting at once does not meet limits the gate
+    has not had a chance to learn.
     """
 
     max_concurrent: int | None = None
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     aging: float = 10.0
+    first_requests: int = 4
 
     def __post_init__(self) -> None:
         if self.max_concurrent is not None and self.max_concurrent < 1:
@@ -52,6 +55,8 @@ class GateLimits:
                 raise ValueError(f"{name} must be > 0 or None, got {value!r}")
         if not (math.isfinite(self.aging) and self.aging > 0):
             raise ValueError(f"aging must be > 0, got {self.aging!r}")
+        if self.first_requests < 1:
+            raise ValueError(f"first_requests must be >= 1, got {self.first_requests!r}")
 
 
 @dataclass(frozen=True)
@@ -126,26 +131,39 @@ class _Bucket:
 
 @dataclass
 class _Reported:
-    """A budget the provider's headers reported, counted down by the grants since; full again (its
-    ``limit``) once its reset time has passed, and again every ``period`` (the reset's distance when it
-    was reported) until the provider says more."""
+    """A budget the provider's headers reported, counted down by the grants since.
+
+    Providers say when the budget is *fully* replenished, so with its limit known it refills at
+    ``(limit - remaining) / reset_in`` per second, continuously; without a limit it is unknown again once
+    its reset time has passed.
+    """
 
     remaining: float
     limit: float | None
     reset_at: float | None
-    period: float | None
+    rate: float | None
+    at: float
 
     def refill(self, now: float) -> None:
-        if self.reset_at is not None and now >= self.reset_at:
-            self.remaining = math.inf if self.limit is None else self.limit
-            self.reset_at = None if not self.period else now + self.period
+        if now <= self.at:
+            return
+        if self.rate is not None and self.limit is not None:
+            self.remaining = min(self.limit, self.remaining + (now - self.at) * self.rate)
+        elif self.reset_at is not None and now >= self.reset_at:
+            self.remaining, self.reset_at = math.inf, None
+        self.at = now
 
     def ready_at(self, amount: float, now: float) -> float:
         self.refill(now)
-        need = amount if self.limit is None else min(amount, self.limit)
-        if self.remaining >= max(need, 1):
+        need = max(1.0, amount if self.limit is None else min(amount, self.limit))
+        if self.remaining >= need:
             return now
+        if self.rate:
+            return now + (need - self.remaining) / self.rate
         return self.reset_at if self.reset_at is not None else now
+
+    def take(self, amount: float) -> None:
+        self.remaining = max(0.0, self.remaining - amount)
 
 
 @dataclass
@@ -167,6 +185,7 @@ class GateState:
     _arrivals: itertools.count[int] = field(default_factory=itertools.count)
     _cool_until: float = 0.0
     _refusals: int = 0
+    _answered: bool = False
     _requests: _Reported | None = None
     _tokens: _Reported | None = None
     _rpm: _Bucket | None = None
@@ -218,7 +237,7 @@ class GateState:
                     bucket.take(amount, now)
             for reported, amount in ((self._requests, 1), (self._tokens, chosen.tokens)):
                 if reported is not None:
-                    reported.remaining = max(0.0, reported.remaining - amount)
+                    reported.take(amount)
             granted.append(Grant(chosen.lease, now - chosen.since))
         return granted
 
@@ -289,11 +308,14 @@ class GateState:
         if ready > now:
             return WaitReason.BUDGET, ready
         limit = self.limits.max_concurrent
+        if not self._answered:
+            limit = self.limits.first_requests if limit is None else min(limit, self.limits.first_requests)
         if limit is not None and len(self._in_flight) >= limit:
             return WaitReason.CONCURRENCY, None
         return None
 
     def _learn(self, observation: Observation, now: float) -> None:
+        self._answered = True
         if observation.refused_for_rate:
             self._refusals += 1
             pause = observation.retry_after
@@ -313,8 +335,14 @@ class GateState:
 
 
 def _reported(budget: Budget, in_flight: float, now: float) -> _Reported:
-    reset_at = None if budget.reset_in is None else now + budget.reset_in
-    return _Reported(max(0.0, budget.remaining - in_flight), budget.limit, reset_at, budget.reset_in)
+    remaining = max(0.0, budget.remaining - in_flight)
+    limit, reset_in = budget.limit, budget.reset_in
+    rate = None
+    if limit is not None and reset_in is not None:
+        # Full again in reset_in seconds: the rate it refills at (as fast as possible when already full).
+        rate = (limit - budget.remaining) / reset_in if reset_in > 0 and limit > budget.remaining else None
+    reset_at = None if reset_in is None else now + reset_in
+    return _Reported(remaining, limit, reset_at, rate, now)
 
 
 def _left(reported: _Reported | None, now: float) -> float | None:

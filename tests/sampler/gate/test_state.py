@@ -12,12 +12,15 @@ def leases(state: GateState, now: float) -> list[str]:
     return [grant.lease for grant in state.grant(now)]
 
 
-def test_without_limits_every_request_goes_at_once() -> None:
+def test_a_few_requests_go_until_the_provider_has_answered_then_every_one_without_limits() -> None:
     state = GateState()
-    for n in range(5):
+    for n in range(7):
         state.enqueue(f"r{n}", f"s{n}", 0, 100, 0.0)
-    assert leases(state, 0.0) == ["r0", "r1", "r2", "r3", "r4"]
-    assert state.next_wake(0.0) is None
+    assert leases(state, 0.0) == ["r0", "r1", "r2", "r3"]
+    assert state.waiting_for("r4", 0.0) == (0, WaitReason.CONCURRENCY, None)
+    state.release("r0", Observation(200), 0.5)
+    assert leases(state, 0.5) == ["r4", "r5", "r6"]
+    assert state.next_wake(0.5) is None
 
 
 def test_a_429_with_retry_after_pauses_every_session_until_then() -> None:
@@ -43,28 +46,30 @@ def test_a_429_without_retry_after_cools_down_for_longer_each_time_in_a_row_unti
     assert state.snapshot(500.0).cool_down == 1.0
 
 
-def test_a_spent_header_budget_makes_requests_wait_for_its_reset() -> None:
+def test_a_spent_header_budget_makes_requests_wait_until_it_has_refilled_enough() -> None:
     state = GateState()
+    # 1 of 10 left, full again in 30 s: it refills at 0.3 a second.
     state.release("first", Observation(200, requests=Budget(10, 1, 30.0)), 0.0)
     state.enqueue("r1", "s", 0, 5, 0.0)
     state.enqueue("r2", "s", 0, 5, 0.0)
     assert leases(state, 0.0) == ["r1"]
-    assert state.waiting_for("r2", 1.0) == (0, WaitReason.BUDGET, 30.0)
-    assert leases(state, 29.9) == []
-    assert leases(state, 30.0) == ["r2"]
+    place, reason, until = state.waiting_for("r2", 1.0) or (None, None, None)
+    assert (place, reason) == (0, WaitReason.BUDGET) and until == pytest.approx(1 / 0.3)
+    assert leases(state, 3.3) == []
+    assert leases(state, 3.34) == ["r2"]
 
 
 def test_a_token_budget_counts_each_requests_estimated_tokens() -> None:
     state = GateState()
-    state.release("first", Observation(200, tokens=Budget(1000, 250, 60.0)), 0.0)
+    state.release("first", Observation(200, tokens=Budget(1000, 250, 60.0)), 0.0)  # 12.5 tokens a second
     state.enqueue("small", "s", 0, 200, 0.0)
     state.enqueue("large", "t", 0, 200, 0.0)
     assert leases(state, 0.0) == ["small"]
-    assert state.next_wake(0.0) == 60.0
+    assert state.next_wake(0.0) == pytest.approx(12.0)
 
 
 def test_configured_per_minute_ceilings_refill_continuously() -> None:
-    state = GateState(GateLimits(requests_per_minute=60, tokens_per_minute=600))
+    state = GateState(GateLimits(requests_per_minute=60, tokens_per_minute=600, first_requests=100))
     for n in range(62):
         state.enqueue(f"r{n}", f"s{n % 7}", 0, 1, 0.0)
     assert len(leases(state, 0.0)) == 60
@@ -133,16 +138,19 @@ def test_limits_refuse_values_that_cannot_be_limits() -> None:
         GateLimits(requests_per_minute=-1)
     with pytest.raises(ValueError, match="aging"):
         GateLimits(aging=0)
+    with pytest.raises(ValueError, match="first_requests"):
+        GateLimits(first_requests=0)
 
 
-def test_after_its_reset_a_header_budget_is_full_again_and_counted_down_not_unlimited() -> None:
+def test_a_reported_budget_refills_at_the_rate_its_reset_implies_never_beyond_its_limit() -> None:
     state = GateState()
-    state.release("seen", Observation(200, requests=Budget(2, 0, 1.0)), 0.0)
+    state.release("seen", Observation(200, requests=Budget(2, 0, 1.0)), 0.0)  # 2 a second
     for n in range(4):
         state.enqueue(f"r{n}", f"s{n}", 0, 1, 0.0)
-    assert leases(state, 0.5) == []
-    assert leases(state, 1.0) == ["r0", "r1"]
-    assert state.snapshot(1.0).requests_remaining == 0
+    assert leases(state, 0.25) == []
+    assert leases(state, 0.5) == ["r0"]
+    assert leases(state, 10.0) == ["r1", "r2"]
+    assert state.snapshot(10.0).requests_remaining == 0
 
 
 def test_a_reported_budget_is_lowered_by_the_requests_still_in_flight() -> None:
