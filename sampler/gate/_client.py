@@ -97,6 +97,9 @@ class GateClient:
         ask = Acquire(lease, self.session, self.priority, tokens, waiter)
         start = trio.current_time()
         deadline = start + self.max_wait
+        report_at = start + self.queued_after
+        # Ask where it waits in time to report it, and to say why should the deadline come first.
+        where_at = start + min(self.queued_after, self.max_wait / 2)
         asked_where = reported = False
         resend_at = start + self.resend_every
         self.gate.tell(ask)
@@ -105,18 +108,20 @@ class GateClient:
                 now = trio.current_time()
                 if now >= deadline:
                     raise GateTimeout(self._overdue(waiter.where))
-                if waiter.where is not None and not reported:
+                if waiter.where is not None and not reported and now >= report_at:
                     reported = True
                     on_queued(waiter.where)
                 if now >= resend_at:
                     self.gate.tell(ask)
                     resend_at = now + self.resend_every
-                if not asked_where and now >= start + self.queued_after:
+                if not asked_where and now >= where_at:
                     asked_where = True
                     self.gate.tell(Where(lease, waiter))
                 wake = min(deadline, resend_at)
                 if not asked_where:
-                    wake = min(wake, start + self.queued_after)
+                    wake = min(wake, where_at)
+                if not reported:
+                    wake = min(wake, max(report_at, now)) if waiter.where is not None else wake
                 with trio.move_on_at(wake):
                     await waiter.changed.wait()
                 waiter.changed = trio.Event()

@@ -26,6 +26,7 @@ def turn_bound(
     tool_rounds: int,
     retry_after: float,
     restart_wait: float,
+    gate_wait: float = 0.0,
 ) -> TurnBound:
     """How long a turn may take when each of its model calls spends its whole retry budget.
 
@@ -36,7 +37,8 @@ def turn_bound(
     after a restart; a turn re-sends at most three times with a degraded projection; each auth refresh
     waits its back-off and may take the refresh timeout; its tools run at most ``tool_rounds`` batches,
     each within the shell timeout plus the kill delay; a restart makes messages wait up to
-    ``restart_wait``, twice.
+    ``restart_wait``, twice; against a rate-limited provider, each model call may also wait ``gate_wait``
+    at the provider gate.
     """
     retry, timeouts, tools = settings.retry, settings.timeouts, settings.tools
     backoff = max(retry.max_delay * (1 + retry.jitter), retry_after)
@@ -47,11 +49,12 @@ def turn_bound(
     auth = sum(auth_backoff * n + REFRESH_TIMEOUT for n in range(1, MAX_AUTH_REFRESHES + 1))
     tool_time = tool_rounds * (tools.shell_timeout + tools.kill_after)
     restarts = 2 * restart_wait
-    seconds = calls * call + reshaped + auth + tool_time + restarts
+    seconds = calls * (call + gate_wait) + reshaped + auth + tool_time + restarts
     formula = (
         f"{calls} model calls x {retry.max_attempts} attempts x ({timeouts.idle:g} s idle + {backoff:g} s "
         f"back-off) + 3 re-shaped x {timeouts.idle:g} s + {auth:g} s auth refreshes + {tool_rounds} tool "
         f"rounds x ({tools.shell_timeout:g} + {tools.kill_after:g}) s + 2 x {restart_wait:g} s restart "
-        f"wait = {seconds:.0f} s"
+        + (f"wait + {calls} x {gate_wait:g} s at the provider gate" if gate_wait else "wait")
+        + f" = {seconds:.0f} s"
     )
     return TurnBound(seconds, formula)

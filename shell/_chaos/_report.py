@@ -70,16 +70,27 @@ class ChaosReport(msgspec.Struct, frozen=True):
     ok: bool
     """Whether the run found no violation."""
     replay: str
+    rate_limit: float | None = None
+    """Requests per second the embedded provider allowed (None: no limit)."""
 
 
 def replay_command(
-    *, seed: int, sessions: int, turns: int, actor_crash_rate: float, profile: str, as_json: bool = False
+    *,
+    seed: int,
+    sessions: int,
+    turns: int,
+    actor_crash_rate: float,
+    profile: str,
+    as_json: bool = False,
+    rate_limit: float | None = None,
 ) -> str:
     """The command line that runs the same workload with the same faults again."""
     command = (
         f"turnkeep chaos --seed {seed} --sessions {sessions} --turns {turns} "
         f"--actor-crash-rate {actor_crash_rate:g} --fault-profile {profile}"
     )
+    if rate_limit is not None:
+        command += f" --rate-limit {rate_limit:g}"
     return command + (" --json" if as_json else "")
 
 
@@ -225,7 +236,9 @@ def _build_report(
             turns=options["turns"],
             actor_crash_rate=options["actor_crash_rate"],
             profile=options["profile"],
+            rate_limit=options.get("rate_limit"),
         ),
+        rate_limit=options.get("rate_limit"),
     )
 
 

@@ -24,6 +24,7 @@ from sampler.fake import (
     DEFAULT_REFRESH_TOKEN,
     FakeProvider,
     FaultPlan,
+    RateLimit,
     TokenExpiry,
 )
 
@@ -59,6 +60,7 @@ def run(
     profile: str = "light",
     as_json: bool = False,
     cancel_rate: float = 0.1,
+    rate_limit: float | None = None,
 ) -> int:
     """Run the chaos workload, print the report (a table, or JSON with ``as_json``), and return the exit
     code: 0 when no invariant was violated, 1 otherwise. Raises ValueError for an unknown ``profile`` or
@@ -70,6 +72,7 @@ def run(
         actor_crash_rate=actor_crash_rate,
         profile=profile,
         cancel_rate=cancel_rate,
+        rate_limit=rate_limit,
     )
     if as_json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
@@ -86,12 +89,17 @@ def chaos_run(
     actor_crash_rate: float = 0.0,
     profile: str = "light",
     cancel_rate: float = 0.1,
+    rate_limit: float | None = None,
 ) -> ChaosReport:
-    """Run the chaos workload and return its report; see :func:`run`."""
+    """Run the chaos workload and return its report; see :func:`run`. With ``rate_limit`` (requests per
+    second), the embedded provider allows no more, in a bucket of one second's worth, answering 429 with
+    Retry-After and rate-limit headers beyond it: every session's requests pass the host's provider gate."""
     if sessions < 1 or turns < 1:
         raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
     if not 0.0 <= actor_crash_rate <= 1.0 or not 0.0 <= cancel_rate <= 1.0:
         raise ValueError("actor_crash_rate and cancel_rate must be within [0, 1]")
+    if rate_limit is not None and not rate_limit > 0:
+        raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
     faults = FaultPlan.profile(profile, seed=seed, stall_hangs=True)
     options = {
         "seed": seed,
@@ -100,6 +108,7 @@ def chaos_run(
         "actor_crash_rate": actor_crash_rate,
         "profile": profile,
         "cancel_rate": cancel_rate,
+        "rate_limit": rate_limit,
     }
     plans = _plan(seed, sessions, turns, cancel_rate)
     workers = min(sessions, 16)
@@ -119,6 +128,9 @@ def chaos_run(
             context_window=_PROVIDER_WINDOW,
             max_body_bytes=_MAX_BODY_BYTES,
             token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN * slots),
+            rate_limit=None
+            if rate_limit is None
+            else RateLimit(requests_per_minute=rate_limit * 60, burst_seconds=1.0),
         )
         provider.start()
         try:
@@ -130,6 +142,8 @@ def chaos_run(
                 tool_rounds=_TOOL_ROUNDS,
                 retry_after=(faults.retry_after_ms or 0) / 1000,
                 restart_wait=system.restart_wait,
+                # Every turn running may have a request ahead of this one at the gate.
+                gate_wait=0.0 if rate_limit is None else slots / rate_limit,
             )
             policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
             chaos = SessionChaos(

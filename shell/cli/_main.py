@@ -81,6 +81,13 @@ def _build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--turns", type=int, default=3, metavar="T")
     chaos.add_argument("--actor-crash-rate", type=float, default=0.0, metavar="P")
     chaos.add_argument("--fault-profile", choices=("light", "heavy"), default="light")
+    chaos.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        metavar="R",
+        help="the embedded provider allows R requests per second (429 with Retry-After beyond)",
+    )
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -126,6 +133,7 @@ def _dispatch(options: argparse.Namespace) -> int:
                 sessions=options.sessions,
                 turns=options.turns,
                 actor_crash_rate=options.actor_crash_rate,
+                rate_limit=options.rate_limit,
                 profile=options.fault_profile,
                 as_json=options.json,
             )

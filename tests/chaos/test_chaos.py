@@ -37,7 +37,7 @@ from shell.store import SessionStore
 SEED, SESSIONS, TURNS, PROFILE = 13, 6, 3, "heavy"
 
 
-def _run_json(actor_crash_rate: float) -> tuple[int, dict[str, Any]]:
+def _run_json(actor_crash_rate: float, rate_limit: float | None = None) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = run(
@@ -47,6 +47,7 @@ def _run_json(actor_crash_rate: float) -> tuple[int, dict[str, Any]]:
             actor_crash_rate=actor_crash_rate,
             profile=PROFILE,
             as_json=True,
+            rate_limit=rate_limit,
         )
     return code, msgspec.json.decode(out.getvalue())
 
@@ -108,6 +109,15 @@ def test_a_short_run_with_actor_crashes_too_exits_0_with_no_violation() -> None:
     assert report["violations"] == []
     assert code == 0
     assert sum(report["crashes"].values()) > 0
+
+
+@pytest.mark.timeout(600)
+def test_a_short_run_against_a_rate_limited_provider_with_crashes_exits_0_with_no_violation() -> None:
+    code, report = _run_json(actor_crash_rate=0.02, rate_limit=8)
+    assert report["violations"] == []
+    assert code == 0
+    assert report["rate_limit"] == 8
+    assert report["replay"].endswith("--rate-limit 8")
 
 
 # -- the checks can fail ---------------------------------------------------------------------------------
