@@ -16,6 +16,7 @@ from ._turn_view import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_tur
 __all__ = ["run"]
 
 _LEAVE = frozenset({"/exit", "/quit"})
+_STATUS = "/status"
 _ANSWERS: dict[str, Literal["allow_once", "allow_always"]] = {
     "y": "allow_once",
     "yes": "allow_once",
@@ -26,7 +27,8 @@ _ANSWERS: dict[str, Literal["allow_once", "allow_always"]] = {
 
 def run(options: argparse.Namespace) -> int:
     """Chat until ``/exit``, end of input or Ctrl-C at the prompt (0); Ctrl-C during a turn cancels it
-    and the chat goes on, a second one leaves (130).
+    and the chat goes on, a second one leaves (130). ``/status`` tells what the session and the host's
+    provider gate are doing.
 
     A tool call that needs permission is asked about: ``y`` allows it once, ``a`` for the rest of the
     session, anything else denies it. Raises :class:`~shell.config.ConfigError` or
@@ -54,7 +56,7 @@ def run(options: argparse.Namespace) -> int:
         host = open_host(settings, options, interactive=True)
         try:
             session = open_session(host, options)
-            sys.stderr.write(f"[session {session.id}: /exit or Ctrl-D to leave]\n")
+            sys.stderr.write(f"[session {session.id}: /status to look around, /exit or Ctrl-D to leave]\n")
             while True:
                 line = _read(interrupts, "> ")
                 if line is None:
@@ -64,6 +66,10 @@ def run(options: argparse.Namespace) -> int:
                 if text in _LEAVE:
                     return EXIT_OK
                 if not text:
+                    continue
+                if text == _STATUS:
+                    agent_host = host.agent_host
+                    sys.stderr.write(f"[{agent_host.describe(session.id)}]\n[{agent_host.describe_gate()}]\n")
                     continue
                 interrupts.count = 0
                 if drive_turn(session, text, view, interrupts, ask) is None:

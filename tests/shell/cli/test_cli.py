@@ -354,6 +354,14 @@ def test_chat_runs_one_turn_per_line_in_one_session_until_exit(options, store) -
     assert [s["turns"] for s in listed] == [2]
 
 
+def test_chat_status_tells_what_the_session_and_the_provider_gate_are_doing(options) -> None:
+    with serving() as provider:
+        result = turnkeep("chat", *options(provider), stdin="first\n/status\n/exit\n")
+    assert result.returncode == 0, result.stderr
+    assert "active; no turn; 0 prompts waiting" in result.stderr
+    assert "[provider gate: 0 in flight; waiting []]" in result.stderr
+
+
 @pytest.mark.parametrize(("reply", "written"), [("y", True), ("n", False)])
 def test_chat_asks_before_a_tool_that_needs_permission(tmp_path, options, reply, written) -> None:
     with serving(WRITE_NOTE) as provider:
