@@ -225,6 +225,20 @@ class Supervisor(Actor):
         else:
             self._restart(child, message.error)
 
+    # -- for subclasses ------------------------------------------------------------------------------
+
+    def start_child(self, spec: ChildSpec) -> Address:
+        """Start a child from inside one of this supervisor's own handlers (a subclass's, say) and return
+        its address; it is supervised like any child. Raises :class:`ChildStartError` when it fails to
+        start and :class:`ValueError` when the name is taken. From any other thread, ask the supervisor
+        instead (``ActorSystem.spawn(spec, parent=...)``)."""
+        return self._add(spec)
+
+    def stop_children(self) -> None:
+        """Stop every child now, in reverse start order, each within its shutdown timeout; none is
+        restarted. For a subclass ending its own work (from one of its handlers or hooks)."""
+        self._stop_all()
+
     # -- children ------------------------------------------------------------------------------------
 
     def _find(self, name: str) -> _Child | None:

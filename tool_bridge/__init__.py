@@ -47,12 +47,7 @@ from .environment import (
     tool_environment,
 )
 from .messages import (
-    AbortCall,
     AbortTools,
-    CallFinished,
-    CallStarted,
-    KillCall,
-    RunCall,
     RunTools,
     ToolAbandoned,
     ToolCallBegan,
@@ -87,13 +82,8 @@ from .sandbox import (
     SandboxUnavailableError,
     probe_sandbox,
 )
-from .supervisor import (
-    ABORTED_CONTENT,
-    SHUTDOWN_CONTENT,
-    ToolBridgeSettings,
-    ToolBridgeSettingsError,
-    ToolSupervisor,
-)
+from .settings import ToolBridgeSettings, ToolBridgeSettingsError
+from .supervisor import ABORTED_CONTENT, SHUTDOWN_CONTENT, ToolSupervisor
 from .tools import (
     DEFAULT_TOOL_TIMEOUT,
     ProcessSpec,
@@ -126,17 +116,13 @@ __all__ = [
     "SECRET_NAME_PARTS",
     "SHUTDOWN_CONTENT",
     "WRITE_FILE",
-    "AbortCall",
     "AbortTools",
     "Action",
-    "CallFinished",
-    "CallStarted",
     "Decision",
     "DecisionSlot",
     "EditFileArgs",
     "EnvPolicy",
     "EnvPolicyError",
-    "KillCall",
     "ListDirArgs",
     "PermissionConfigError",
     "PermissionDecision",
@@ -147,7 +133,6 @@ __all__ = [
     "ProcessResult",
     "ProcessSpec",
     "ReadFileArgs",
-    "RunCall",
     "RunTools",
     "Sandbox",
     "SandboxMode",

@@ -10,7 +10,7 @@ import msgspec
 import trio
 
 from actors import Actor, Address, Job, JobFailed, handles
-from tool_bridge.messages import AbortCall, CallFinished, CallStarted, KillCall, RunCall
+from tool_bridge._protocol import AbortCall, CallFinished, CallStarted, KillCall, RunCall
 from tool_bridge.results import ToolOutcome, ToolStatus
 from tool_bridge.tools import Tool, ToolContext, ToolKind, ToolLimits, run_tool
 

@@ -2,9 +2,8 @@
 
 A session tells `RunTools` and `AbortTools` to its ToolSupervisor and hears back `ToolCallBegan`,
 `PermissionRequested` (from `tool_bridge.permissions`), `ToolAbandoned` and exactly one `ToolsFinished`
-per batch; it answers permission requests with a `PermissionDecision` told to the ToolSupervisor.
-`RunCall`, `AbortCall`, `KillCall`, `CallStarted` and `CallFinished` are what the ToolSupervisor and its
-ToolActors say to each other.
+per batch; it answers permission requests with a `PermissionDecision` told to the ToolSupervisor. What the
+ToolSupervisor and its ToolActors say to each other is private (`tool_bridge._protocol`).
 """
 
 from __future__ import annotations
@@ -14,12 +13,7 @@ import msgspec
 from tool_bridge.results import ToolOutcome
 
 __all__ = [
-    "AbortCall",
     "AbortTools",
-    "CallFinished",
-    "CallStarted",
-    "KillCall",
-    "RunCall",
     "RunTools",
     "ToolAbandoned",
     "ToolCallBegan",
@@ -78,44 +72,3 @@ class ToolAbandoned(msgspec.Struct, frozen=True, tag=True):
     call_id: str
     tool: str
     reason: str
-
-
-class RunCall(msgspec.Struct, frozen=True, tag=True):
-    """Told to a ToolActor to start its call; the first message it handles."""
-
-    call_id: str
-
-
-class AbortCall(msgspec.Struct, frozen=True, tag=True):
-    """Told to a ToolActor to ask its call to stop early (the soft abort): its abort event is set."""
-
-    call_id: str
-
-
-class KillCall(msgspec.Struct, frozen=True, tag=True):
-    """Told to a ToolActor to end its call now (the hard kill): its job is cancelled, a process group is
-    killed, and the actor stops without reporting an outcome."""
-
-    call_id: str
-
-
-class CallStarted(msgspec.Struct, frozen=True, tag=True):
-    """Told by a ToolActor (at address name ``actor``) to its supervisor once its call is running."""
-
-    actor: str
-    batch_id: str
-    call_id: str
-
-
-class CallFinished(msgspec.Struct, frozen=True, tag=True):
-    """Told by a ToolActor (at address name ``actor``) to its supervisor with its call's outcome.
-
-    ``abandoned`` says the tool's worker thread was left running (a thread tool that timed out or was
-    aborted).
-    """
-
-    actor: str
-    batch_id: str
-    call_id: str
-    outcome: ToolOutcome
-    abandoned: bool = False

@@ -17,6 +17,7 @@ from actors import (
     Strategy,
     Supervisor,
     WhichChildren,
+    handles,
 )
 from tests._waiting import wait_until
 from tests.actors._kit import Block, Boom, Counter, Get, Inc, Journal, crash_once
@@ -206,3 +207,39 @@ def test_a_child_whose_on_start_overruns_its_start_timeout_is_killed_and_reporte
         system.spawn(ChildSpec("stuck", Stuck, start_timeout=0.2))
     release.set()
     assert system._forced == ["stuck: on_start did not finish within 0.2 s and was killed"]
+
+
+class _Hire:
+    """Told to a Workshop: start a Counter named ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _CloseShop:
+    """Told to a Workshop: stop every child."""
+
+
+class Workshop(Supervisor):
+    """A supervisor subclass that starts and stops children from its own handlers."""
+
+    @handles(_Hire)
+    def _hire(self, message: _Hire) -> str:
+        return self.start_child(ChildSpec(message.name, Counter)).name
+
+    @handles(_CloseShop)
+    def _close(self, message: _CloseShop) -> None:
+        self.stop_children()
+
+
+def test_a_subclass_starts_and_stops_children_from_its_own_handlers(system: ActorSystem) -> None:
+    shop = system.spawn(ChildSpec("shop", Workshop))
+    assert shop.ask(_Hire("a")) == "shop/a"
+    counter = system.address("shop/a")
+    counter.ask(Inc())
+    assert counter.ask(Get()) == 1
+    with pytest.raises(ValueError, match="already has a child named 'a'"):
+        shop.ask(_Hire("a"))
+    shop.ask(_CloseShop())
+    assert shop.ask(WhichChildren()) == ()
+    assert wait_until(lambda: counter.status == "stopped")

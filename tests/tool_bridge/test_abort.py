@@ -14,7 +14,6 @@ from tests._waiting import wait_until
 from tool_bridge import (
     ABORTED_CONTENT,
     SHUTDOWN_CONTENT,
-    AbortCall,
     PermissionPolicy,
     PermissionRequested,
     PermissionRule,
@@ -28,6 +27,7 @@ from tool_bridge import (
     ToolStatus,
     process_group_alive,
 )
+from tool_bridge._protocol import AbortCall
 
 from .conftest import MakeRig, Rig, call, read_pid
 

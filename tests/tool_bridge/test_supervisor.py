@@ -15,7 +15,6 @@ from tool_bridge import (
     PermissionPolicy,
     PermissionRequested,
     PermissionRule,
-    RunCall,
     RunTools,
     Tool,
     ToolBridgeSettings,
@@ -28,6 +27,7 @@ from tool_bridge import (
     ToolStatus,
     process_group_alive,
 )
+from tool_bridge._protocol import RunCall
 
 from .conftest import MakeRig, call, read_pid
 
