@@ -119,7 +119,7 @@ class Address:
             elif state is _State.BUFFERING:
                 self._hold_locked([message])
                 return
-            elif state is _State.STOPPED and activate and self._activator is not None:
+            elif state in (_State.STOPPED, _State.UNBOUND) and activate and self._activator is not None:
                 self._state = _State.BUFFERING
                 self._hold_locked([message])
                 activator = self._activator
@@ -129,9 +129,9 @@ class Address:
         self._runtime.dead_letters.record(self.name, message, state.value)
 
     def set_activator(self, activator: Callable[[Address], None] | None) -> None:
-        """Start an actor on demand: a message to this address while it is stopped waits (bounded, as
-        during a restart) and ``activator(address)`` is called, once, to start an actor here again. The
-        activator must not block; it runs on the sender's thread."""
+        """Start an actor on demand: a message to this address while it is stopped, or before any actor was
+        started here, waits (bounded, as during a restart) and ``activator(address)`` is called, once, to
+        start an actor here. The activator must not block; it runs on the sender's thread."""
         with self._lock:
             self._activator = activator
 

@@ -106,6 +106,14 @@ class KnownSecrets:
         """Whether any secret is known or watched."""
         return bool(self._values or self._watches)
 
+    def clear(self) -> None:
+        """Forget every known value and stop every watch: for a process that starts over with other
+        credentials (and for tests, which must not see each other's secrets)."""
+        with self._lock:
+            self._values.clear()
+            self._ordered = ()
+            self._watches = ()
+
     def names(self) -> list[str]:
         """The names of the known secrets, sorted (never a value)."""
         self._refresh()

@@ -138,7 +138,7 @@ class RetrySettings(_Section, frozen=True):
     factor: float = 2.0
     max_delay: float = 32.0
     jitter: float = 0.25
-    retryable_statuses: tuple[int, ...] = (408, 409, 429, 500, 502, 503, 504, 529)
+    retryable_statuses: tuple[int, ...] = RetryPolicy().retryable_statuses
     max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:

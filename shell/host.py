@@ -171,7 +171,13 @@ class AgentHost:
             raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
         if record.status == "closed":
             raise HostError(f"session {session_id!r} is closed: it takes no more prompts")
-        return self._activate(session_id, Path(record.workspace), priority)
+        address = self._activate(session_id, Path(record.workspace), priority)
+        if record.status == "in_turn":
+            # Its process ended mid-turn: started now, the session ends that turn as interrupted.
+            with self._lock:
+                session = self._sessions[session_id]
+            self._start_subtree(session)
+        return address
 
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""
@@ -289,7 +295,8 @@ class AgentHost:
             session = self._sessions.get(session_id)
             if session is None:
                 session = self._sessions[session_id] = self._build(session_id, workspace, priority)
-        self._start_subtree(session)
+        # The subtree starts with the first message to the session, as after a passivation: opening
+        # thousands of sessions starts no thread.
         address = self._address(session_id)
         address.set_activator(lambda _: self._reactivate(session_id))
         return address

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from shell._secrets import KNOWN_SECRETS
 from tests._postgres import REQUIRE_ENV, PostgresUnavailable, postgres_server, with_options
 from tests.shell import _harness
 
@@ -64,3 +65,12 @@ def _close_harnesses() -> Iterator[None]:
     finally:
         for harness in list(_harness.OPEN):
             harness.close()
+
+
+@pytest.fixture(autouse=True)
+def _forget_known_secrets() -> Iterator[None]:
+    """Each test starts with no known secret: the process-wide registry does not carry one test's
+    credentials, under their names, into the next."""
+    KNOWN_SECRETS.clear()
+    yield
+    KNOWN_SECRETS.clear()

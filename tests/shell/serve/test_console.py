@@ -62,6 +62,7 @@ def browser(tmp_path) -> Iterator[object]:
 
 
 def test_the_console_drives_a_session_end_to_end(browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
@@ -72,7 +73,8 @@ def test_the_console_drives_a_session_end_to_end(browser, tmp_path):
         FakeProvider(Script.echo(chunks=12), scripts={"tool": tool}) as provider,
         running(provider, tmp_path, permissions=ask_for("shell"), chaos=chaos) as (server, _client),
     ):
-        wait = WebDriverWait(browser, _WAIT)
+        # The console redraws its lists as events arrive: an element found may be replaced before it is read.
+        wait = WebDriverWait(browser, _WAIT, ignored_exceptions=(StaleElementReferenceException,))
         css = By.CSS_SELECTOR
         try:
             browser.get(f"{server.url}/#token={TOKEN}")
