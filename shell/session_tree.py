@@ -67,7 +67,9 @@ wait) when its stop arrives; then it ends its turn."""
 
 def tool_specs(registry: ToolRegistry) -> tuple[ToolSpec, ...]:
     """The tools of ``registry`` as the model is offered them, in registration order."""
-    return tuple(ToolSpec(s["name"], s["description"], s["parameters"]) for s in registry.specs())
+    tools = [registry.get(name) for name in registry.names()]
+    # The tools' own schemas, not copies: a ToolSpec is frozen and nothing changes what it holds.
+    return tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools if t is not None)
 
 
 def session_runtime(

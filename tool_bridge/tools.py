@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import dataclasses
 import enum
 import inspect
@@ -189,6 +190,12 @@ class Tool(Generic[A]):
 
 
 def _parameters_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
+    # Tools are made per session; the schema of an argument type is made once (and copied out).
+    return copy.deepcopy(_schema_of(args_type))
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_of(args_type: type[msgspec.Struct]) -> dict[str, Any]:
     schema = msgspec.json.schema(args_type)
     definitions: dict[str, Any] = schema.get("$defs", {})
     reference: str = schema.get("$ref", "")
