@@ -149,7 +149,9 @@ class SizeResult(msgspec.Struct, frozen=True):
     threads_active: int
     threads_after_passivating_all: int
     open_ms: float
-    passivate_ms: float
+    """Median time to open a new session (its record and address; no actor starts until it is used)."""
+    opens_s: float
+    """All the opens of the passivated sessions, together."""
     alone: Phase
     concurrent: Phase
     dead_letters: int
@@ -262,16 +264,15 @@ def measure_size(sessions: int, active: int, url: str, rounds: int, alone_turns:
             rss_before, threads_before = _rss_kib(), threading.active_count()
 
             passivated = sessions - active
-            open_s = passivate_s = 0.0
+            opens: list[float] = []
             for i in range(passivated):
                 sid = f"p{i:05d}"
                 t0 = time.perf_counter()
                 host.open(root / "ws" / sid, session_id=sid)
-                t1 = time.perf_counter()
-                if not host.passivate(sid):
-                    raise RuntimeError(f"session {sid} could not be passivated")
-                passivate_s += time.perf_counter() - t1
-                open_s += t1 - t0
+                opens.append(time.perf_counter() - t0)
+            started_early = [sid for sid in host.active() if sid.startswith("p")]
+            if started_early:
+                raise RuntimeError(f"{len(started_early)} sessions started actors before they were used")
             gc.collect()
             _settle(lambda: threading.active_count() <= threads_before)
             rss_after, threads_passivated = _rss_kib(), threading.active_count()
@@ -313,8 +314,8 @@ def measure_size(sessions: int, active: int, url: str, rounds: int, alone_turns:
         threads_passivated=threads_passivated,
         threads_active=threads_active,
         threads_after_passivating_all=threads_after,
-        open_ms=open_s / max(passivated, 1) * 1000,
-        passivate_ms=passivate_s / max(passivated, 1) * 1000,
+        open_ms=statistics.median(opens) * 1000 if opens else 0.0,
+        opens_s=sum(opens),
         alone=alone,
         concurrent=concurrent,
         dead_letters=dead_letters,
@@ -412,9 +413,11 @@ def figures(results: Sequence[SizeResult]) -> list[Figure]:
         rows.append(
             Figure(
                 benchmark=name,
-                figure="open + passivate one session",
-                value=f"{r.open_ms + r.passivate_ms:.2f} ms",
-                baseline=f"{r.open_ms:.2f} + {r.passivate_ms:.2f}",
+                figure="open one session (median)",
+                value=f"{r.open_ms:.2f} ms",
+                baseline=f"{r.passivated:,} opened in {r.opens_s:.2f} s",
+                target="<= 0.3 ms",
+                met=r.open_ms <= 0.3,
             )
         )
         rows.append(
