@@ -17,6 +17,7 @@ from .bridge import RecoveryBridge
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import UserPrompt
+from .usage import Price
 
 __all__ = ["SessionOptions", "SessionRuntime"]
 
@@ -35,6 +36,8 @@ class SessionOptions:
     auth_backoff: float = 0.5
     step_probe_after: float = 30.0
     """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
+    price: Price | None = None
+    """The model's price from the config's ``[pricing]`` table, to put a cost on each turn's usage."""
 
     def turn_settings(self) -> tm.TurnSettings:
         """The limits of each turn of the session."""
@@ -44,6 +47,8 @@ class SessionOptions:
             compaction_threshold=self.compaction_threshold,
             min_shrink=self.min_shrink,
             probe_after=self.step_probe_after,
+            model=self.model,
+            price=self.price,
         )
 
 

@@ -321,6 +321,7 @@ class AgentHost:
             max_compactions=s.compaction.max_cycles,
             min_shrink=s.compaction.min_shrink,
             step_probe_after=s.timeouts.connect + s.timeouts.idle,
+            price=s.pricing.get(s.provider.model),
         )
         registry = self._registry()
         parts = SessionParts(
