@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,8 @@ class SessionRuntime:
     closing: bool = False
     """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
     ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
+    observer: Callable[[str, int, object, list[Any]], None] | None = None
+    """Told every input fed to the turn machine with the actions it returned (the host's telemetry)."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:
