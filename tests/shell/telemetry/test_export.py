@@ -101,7 +101,7 @@ class _Receiver(BaseHTTPRequestHandler):
     received: list[ExportTraceServiceRequest]
     arrived: threading.Event
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
