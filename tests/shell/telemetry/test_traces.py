@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from actors import ChaosPolicy
-from sampler import Sample
+from sampler import Completed, Sample
 from sampler.fake import Conversation, FakeProvider, FaultPlan, FinalAnswer, Script, Step, ToolStep
 from sampler.fake.faults import Fault
 from sampler.fake.script import is_summary_request
@@ -222,3 +223,23 @@ def test_spans_still_open_when_telemetry_stops_end_with_an_error_status(recorded
     assert spans["invoke_agent"].status.status_code is StatusCode.ERROR
     assert spans["chat m"].status.status_code is StatusCode.ERROR
     assert spans["chat m"].attributes["error.type"] == "abandoned"
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_session_actor_restarted_mid_turn_continues_the_same_trace(tmp_path: Path, seed: int) -> None:
+    recorded = record()
+    chaos = SessionChaos(session=ChaosPolicy(seed=seed, crash_probability=0.5, crash_on=(Completed,)))
+    with FakeProvider(SCRIPT) as provider:
+        harness = Harness(tmp_path, provider, chaos=chaos, telemetry=recorded.telemetry)
+        session = harness.open()
+        events = harness.turn(session, "use the tool now")
+        crashes = harness.system.metrics().get("chaos_crashes", 0)
+        harness.close()
+    recorded.telemetry.shutdown()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    assert crashes >= 1
+    (turn,) = recorded.named("invoke_agent")
+    assert {span.context.trace_id for span in recorded.spans()} == {turn.context.trace_id}
+    assert turn.status.status_code is StatusCode.UNSET
+    assert recorded.named("execute_tool write_file")
+    assert recorded.total("turnkeep.actor.restarts", actor_kind="session") >= 1
