@@ -186,6 +186,7 @@ async def sample_step(
                         result.finish_reason,
                         attempt,
                         tuple(projections),
+                        result.model,
                     )
                     emit(completed)
                     return completed

@@ -90,6 +90,8 @@ class Completed(msgspec.Struct, frozen=True, tag=True):
     finish_reason: FinishReason
     attempts: int
     projections: tuple[Projection, ...] = ()
+    response_model: str | None = None
+    """The model that answered, as the provider named it (None when it did not)."""
 
 
 class Failed(msgspec.Struct, frozen=True, tag=True):

@@ -170,6 +170,7 @@ class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: Any = None
+    model: str | None = None
 
 
 _chunk_decoder = msgspec.json.Decoder(_Chunk)
@@ -208,6 +209,8 @@ class OpenAIDecoder:
         if chunk.error is not None:
             return [StreamError(event.event, data)]
         out: list[StreamEvent] = []
+        if chunk.model and state.model is None:
+            state.model = chunk.model
         if chunk.choices:
             for choice in chunk.choices:
                 if choice.index == 0:

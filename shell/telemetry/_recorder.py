@@ -177,6 +177,8 @@ class TurnRecorder:
         span.set_attribute("turnkeep.attempts", outcome.attempts)
         if isinstance(outcome, Completed):
             span.set_attribute("gen_ai.response.finish_reasons", [str(outcome.finish_reason)])
+            if outcome.response_model:
+                span.set_attribute("gen_ai.response.model", outcome.response_model)
             if outcome.projections:
                 span.set_attribute("turnkeep.projections", [str(p) for p in outcome.projections])
             if self._content:

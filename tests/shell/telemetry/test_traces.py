@@ -90,6 +90,7 @@ def test_a_turn_with_a_retry_a_tool_call_and_a_compaction_gives_one_span_tree(
         assert chat.attributes["gen_ai.operation.name"] == "chat"
         assert chat.attributes["gen_ai.provider.name"] == "openai"
         assert chat.attributes["gen_ai.request.model"] == "fake-model"
+        assert chat.attributes["gen_ai.response.model"] == "fake-model"
         assert chat.attributes["gen_ai.usage.input_tokens"] > 0
         assert chat.status.status_code is StatusCode.UNSET
     in_order = sorted(steps, key=lambda span: span.start_time or 0)
