@@ -144,3 +144,24 @@ def test_a_turn_observed_after_it_began_without_telemetry_is_ignored() -> None:
     recorded.telemetry.observe("s", 4, tm.ProbeDue("s:4:1"), [])
     recorded.telemetry.shutdown()
     assert recorded.spans() == [] and recorded.telemetry.recorder.open_turns() == 0
+
+
+def test_a_host_without_telemetry_never_imports_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "from shell.config import load_settings\n"
+        "from shell.host import AgentHost\n"
+        f"settings = load_settings(environ={{'TURNKEEP_STORE__PATH': {str(tmp_path / 's.db')!r}}})\n"
+        "host = AgentHost(settings)\n"
+        "assert host.telemetry is None\n"
+        "host.shutdown()\n"
+        "heavy = ('opentelemetry', 'prometheus_client', 'shell.telemetry')\n"
+        "loaded = [m for m in sys.modules if m.startswith(heavy)]\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
