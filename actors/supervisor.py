@@ -317,7 +317,7 @@ class Supervisor(Actor):
             try:
                 for child in group:
                     if child in self._children:
-                        self.system._count("restarts")
+                        self.system._count("restarts", ("restart", child.address.name))
                         self._launch(child)
                 return
             except ChildStartError as exc:
@@ -326,6 +326,7 @@ class Supervisor(Actor):
 
     def _escalate(self, failed: _Child, error: BaseException | None) -> None:
         intensity = self._restarts.intensity
+        self.system._count("escalations", ("escalation", self.address.name))
         self._stop_all()
         raise SupervisorEscalation(
             f"{self.address.name!r} gave up after more than {intensity.max_restarts} restarts within "

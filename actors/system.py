@@ -77,6 +77,7 @@ class ActorSystem:
         self._live: set[_Incarnation] = set()
         self._forced: list[str] = []
         self._counters: collections.Counter[str] = collections.Counter()
+        self._observers: list[Callable[[str, str], None]] = []
         self._report: ShutdownReport | None = None
         self._terminated = threading.Event()
         self._failure: str | None = None
@@ -140,6 +141,13 @@ class ActorSystem:
             counts = dict(self._counters)
         counts["dead_letters"] = self.dead_letters.total
         return counts
+
+    def observe(self, observer: Callable[[str, str], None]) -> None:
+        """Call ``observer(fact, address_name)`` for every supervision fact from now on, from the thread
+        where it happens: ``"restart"`` (an actor is started again), ``"escalation"`` (a supervisor gave
+        up) and ``"crash"`` (an incarnation crashed). An observer that raises is logged and kept."""
+        with self._lock:
+            self._observers.append(observer)
 
     @property
     def terminated(self) -> bool:
@@ -214,8 +222,11 @@ class ActorSystem:
     def _incarnation_ended(self, incarnation: _Incarnation) -> None:
         with self._lock:
             self._live.discard(incarnation)
-            if incarnation.exit_reason is ExitReason.CRASHED:
+            crashed = incarnation.exit_reason is ExitReason.CRASHED
+            if crashed:
                 self._counters["crashes"] += 1
+        if crashed:
+            self._tell_observers("crash", incarnation.address.name)
         if not incarnation.killed:
             incarnation.address._notify_down(
                 incarnation.exit_reason, incarnation.exit_error, incarnation.number
@@ -234,9 +245,20 @@ class ActorSystem:
             self._forced.append(what)
             self._counters["killed"] += 1
 
-    def _count(self, counter: str) -> None:
+    def _count(self, counter: str, fact: tuple[str, str] | None = None) -> None:
         with self._lock:
             self._counters[counter] += 1
+        if fact is not None:
+            self._tell_observers(*fact)
+
+    def _tell_observers(self, fact: str, name: str) -> None:
+        with self._lock:
+            observers = list(self._observers)
+        for observer in observers:
+            try:
+                observer(fact, name)
+            except Exception:
+                logger.exception("a supervision observer failed")
 
     def _schedule(self, delay: float, callback: Callable[[], None]) -> Job:
         return self.io.call_later(delay, callback, name="restart-wait")

@@ -193,6 +193,13 @@ _BENCHMARKS = (
     ),
     _Benchmark("sandbox", "sandbox_bench.py", ("--json",), ("--json", "--calls", "20"), figures_from_json),
     _Benchmark("serve", "serve_soak.py", ("--json",), ("--json", "--seconds", "8"), figures_from_json),
+    _Benchmark(
+        "telemetry",
+        "telemetry_bench.py",
+        ("--json",),
+        ("--json", "--turns", "15", "--rounds", "2"),
+        figures_from_json,
+    ),
 )
 
 

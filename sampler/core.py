@@ -26,7 +26,7 @@ from .events import (
     SamplerEvent,
 )
 from .gate import GateClient, GateTimeout, QueueInfo
-from .messages import AssistantMessage, FinishReason, ModelRequest, media_parts_count
+from .messages import AssistantMessage, FinishReason, ModelRequest, Usage, media_parts_count
 from .projection import degrade_media, strict_structure, strip_media
 from .providers import (
     AssistantResult,
@@ -186,6 +186,7 @@ async def sample_step(
                         result.finish_reason,
                         attempt,
                         tuple(projections),
+                        result.model,
                     )
                     emit(completed)
                     return completed
@@ -193,10 +194,12 @@ async def sample_step(
                 if fallback is None:
                     break
                 projections.append(fallback)
-                emit(ProjectionFallback(request_id, fallback, error.kind))
+                emit(ProjectionFallback(request_id, fallback, error.kind, _usage(current)))
             decision = decide(error, attempt, policy, rng)
             if not decision.retry:
-                failed = Failed(request_id, _with_projections(decision.error, projections), attempt)
+                failed = Failed(
+                    request_id, _with_projections(decision.error, projections), attempt, _usage(current)
+                )
                 emit(failed)
                 return failed
             emit(
@@ -209,6 +212,7 @@ async def sample_step(
                     status=error.status,
                     message=error.message,
                     discard_partial=current.streamed,
+                    usage=_usage(current),
                 )
             )
             current = _Attempt()
@@ -216,7 +220,7 @@ async def sample_step(
     except trio.Cancelled:
         decoder = current.decoder
         partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
-        emit(Cancelled(request_id, partial, attempt))
+        emit(Cancelled(request_id, partial, attempt, _usage(current)))
         raise
 
 
@@ -226,6 +230,11 @@ def _with_projections(error: LlmError, projections: list[Projection]) -> LlmErro
         return error
     tried = ", ".join(dict.fromkeys(str(p) for p in projections))
     return msgspec.structs.replace(error, message=f"{error.message} (also rejected when re-sent as: {tried})")
+
+
+def _usage(attempt: _Attempt) -> Usage | None:
+    """The usage the provider reported in the attempt's stream so far, if any."""
+    return attempt.decoder.finish().usage if attempt.decoder is not None else None
 
 
 def _rough_tokens(request: ModelRequest) -> int:

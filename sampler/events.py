@@ -65,6 +65,8 @@ class Retrying(msgspec.Struct, frozen=True, tag=True):
     status: int | None
     message: str
     discard_partial: bool
+    usage: Usage | None = None
+    """What the failed attempt consumed, when the provider reported it (the account pays for it)."""
 
 
 class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
@@ -74,10 +76,13 @@ class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
     request_id: str
     projection: Projection
     kind: LlmErrorKind
+    usage: Usage | None = None
+    """What the rejected attempt consumed, when the provider reported it."""
 
 
 class Completed(msgspec.Struct, frozen=True, tag=True):
-    """The step produced an assistant message."""
+    """The step produced an assistant message; ``usage`` is its last attempt's (earlier attempts' usage
+    came with their :class:`Retrying` or :class:`ProjectionFallback`)."""
 
     request_id: str
     message: AssistantMessage
@@ -85,6 +90,8 @@ class Completed(msgspec.Struct, frozen=True, tag=True):
     finish_reason: FinishReason
     attempts: int
     projections: tuple[Projection, ...] = ()
+    response_model: str | None = None
+    """The model that answered, as the provider named it (None when it did not)."""
 
 
 class Failed(msgspec.Struct, frozen=True, tag=True):
@@ -93,6 +100,8 @@ class Failed(msgspec.Struct, frozen=True, tag=True):
     request_id: str
     error: LlmError
     attempts: int
+    usage: Usage | None = None
+    """What the last attempt consumed, when the provider reported it (earlier ones: their Retrying)."""
 
 
 class Cancelled(msgspec.Struct, frozen=True, tag=True):
@@ -101,6 +110,8 @@ class Cancelled(msgspec.Struct, frozen=True, tag=True):
     request_id: str
     partial: AssistantMessage
     attempts: int
+    usage: Usage | None = None
+    """What the cut attempt had consumed, when the provider had reported it."""
 
 
 Outcome: TypeAlias = Completed | Failed | Cancelled

@@ -116,12 +116,14 @@ class Usage(msgspec.Struct, frozen=True, tag=True):
     """Tokens a request consumed, as reported by the provider.
 
     ``input_tokens`` counts the whole prompt, cached tokens included; ``cached_tokens`` is the part of it
-    that was served from the provider's prompt cache.
+    that was served from the provider's prompt cache. ``reasoning_tokens`` is the part of
+    ``output_tokens`` the model spent reasoning, where the provider reports it (0 otherwise).
     """
 
     input_tokens: int
     output_tokens: int
     cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         """The usage of both, field by field (for summing attempts or steps)."""
@@ -129,6 +131,7 @@ class Usage(msgspec.Struct, frozen=True, tag=True):
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

@@ -30,6 +30,7 @@ from .host import AgentHost, HostError
 from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
 from .session_tree import SessionChaos
 from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
+from .usage import Price, TokenUsage, TurnUsage
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -50,6 +51,7 @@ __all__ = [
     "NoCredentials",
     "OAuthCredential",
     "PermissionDecision",
+    "Price",
     "ProjectionFallback",
     "Queued",
     "Retrying",
@@ -64,12 +66,14 @@ __all__ = [
     "StoreUnavailable",
     "Subscribe",
     "TextDelta",
+    "TokenUsage",
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
     "TurnStarted",
+    "TurnUsage",
     "Unsubscribe",
     "UserPrompt",
     "event_to_json_dict",

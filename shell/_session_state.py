@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from .bridge import RecoveryBridge
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import UserPrompt
+from .usage import Price
 
 __all__ = ["SessionOptions", "SessionRuntime"]
 
@@ -35,6 +37,8 @@ class SessionOptions:
     auth_backoff: float = 0.5
     step_probe_after: float = 30.0
     """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
+    price: Price | None = None
+    """The model's price from the config's ``[pricing]`` table, to put a cost on each turn's usage."""
 
     def turn_settings(self) -> tm.TurnSettings:
         """The limits of each turn of the session."""
@@ -44,6 +48,8 @@ class SessionOptions:
             compaction_threshold=self.compaction_threshold,
             min_shrink=self.min_shrink,
             probe_after=self.step_probe_after,
+            model=self.model,
+            price=self.price,
         )
 
 
@@ -77,6 +83,8 @@ class SessionRuntime:
     closing: bool = False
     """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
     ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
+    observer: Callable[[str, int, object, list[Any]], None] | None = None
+    """Told every input fed to the turn machine with the actions it returned (the host's telemetry)."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:

@@ -33,7 +33,9 @@ from sampler.retry import RetryPolicy
 from ._cluster_settings import ClusterSettings
 from ._gate_settings import ProviderLimits
 from ._secrets import redact
+from ._telemetry_settings import TelemetrySettings
 from ._tool_settings import ToolEnvSettings, ToolSandboxSettings
+from .usage import Price
 
 __all__ = [
     "ClusterSettings",
@@ -391,6 +393,10 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     host: HostSettings = _section(HostSettings)
     serve: ServeSettings = _section(ServeSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
+    telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
+    pricing: dict[str, Price] = {}
+    """``[pricing."model"]``: the price of each model (per million input, output, cached input tokens);
+    a model without one has no cost. No price is built in."""
 
     def replace(self, **sections: _Section) -> Settings:
         """A copy with whole sections replaced, such as ``settings.replace(window=WindowSettings(...))``."""
@@ -410,7 +416,11 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         )
 
 
-_SECTIONS: dict[str, type[_Section]] = {field.name: field.type for field in msgspec.structs.fields(Settings)}
+_SECTIONS: dict[str, type[msgspec.Struct]] = {
+    field.name: field.type
+    for field in msgspec.structs.fields(Settings)
+    if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct)  # not [pricing]
+}
 
 
 # --- Loading ----------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Session events: everything a session reports, persisted in its event log and published to subscribers.
 
 Every event names its ``session`` and ``turn``. A turn ends with exactly one of :class:`TurnCompleted`,
-:class:`TurnFailed` or :class:`TurnCancelled`.
+:class:`TurnFailed` or :class:`TurnCancelled`, each carrying the turn's :class:`~shell.usage.TurnUsage`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import re
 from typing import Any, TypeAlias
 
 import msgspec
+
+from .usage import TurnUsage
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -151,6 +153,7 @@ class TurnCompleted(msgspec.Struct, frozen=True, tag=True):
     turn: int
     text: str
     steps: int
+    usage: TurnUsage = TurnUsage()
 
 
 class TurnFailed(msgspec.Struct, frozen=True, tag=True):
@@ -160,6 +163,7 @@ class TurnFailed(msgspec.Struct, frozen=True, tag=True):
     turn: int
     kind: str
     message: str
+    usage: TurnUsage = TurnUsage()
 
 
 class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
@@ -169,6 +173,7 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
     session: str
     turn: int
     reason: str
+    usage: TurnUsage = TurnUsage()
 
 
 SessionEvent: TypeAlias = (

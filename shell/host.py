@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -32,6 +32,9 @@ from .session import SessionOptions, SessionRuntime
 from .session_path import SessionPath
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
+
+if TYPE_CHECKING:
+    from .telemetry import Telemetry
 
 __all__ = ["AgentHost", "HostError", "credentials_from_settings"]
 
@@ -93,6 +96,7 @@ class AgentHost:
         permissions: Callable[[], PermissionPolicy] | None = None,
         chaos: SessionChaos | None = None,
         system: ActorSystem | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self._credentials = credentials or credentials_from_settings(settings)
@@ -137,6 +141,15 @@ class AgentHost:
         )
         """The gate every session's model requests pass through (None when ``provider.limits.enabled`` is
         false)."""
+        self.telemetry = telemetry
+        """Traces and metrics of the host's turns and actors (None when ``telemetry.enabled`` is false)."""
+        if self.telemetry is None and settings.telemetry.enabled:
+            from .telemetry import start_host_telemetry  # only then: no cost without telemetry
+
+            self.telemetry = start_host_telemetry(settings, self._session_counts, self.provider_gate)
+        if self.telemetry is not None:
+            self.system.observe(self.telemetry.supervision)
+            self.system.dead_letters.subscribe(self.telemetry.dead_letter)
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -265,6 +278,8 @@ class AgentHost:
         self.store.close()
         for watch in self._secret_watches:
             watch.close()
+        if self.telemetry is not None:
+            self.telemetry.shutdown()
 
     def __enter__(self) -> AgentHost:
         return self
@@ -321,6 +336,7 @@ class AgentHost:
             max_compactions=s.compaction.max_cycles,
             min_shrink=s.compaction.min_shrink,
             step_probe_after=s.timeouts.connect + s.timeouts.idle,
+            price=s.pricing.get(s.provider.model),
         )
         registry = self._registry()
         parts = SessionParts(
@@ -353,9 +369,16 @@ class AgentHost:
             chaos=self._chaos,
             gate=gate,
         )
-        return _Session(
-            session_id, workspace, session_runtime(parts, self.gate, self._shared(registry)), parts
-        )
+        runtime = session_runtime(parts, self.gate, self._shared(registry))
+        if self.telemetry is not None:
+            runtime.observer = self.telemetry.observe
+        return _Session(session_id, workspace, runtime, parts)
+
+    def _session_counts(self) -> tuple[int, int]:
+        """(active, passivated) sessions open in the host."""
+        with self._lock:
+            active = sum(1 for session in self._sessions.values() if session.active)
+            return active, len(self._sessions) - active
 
     def _shared(self, registry: ToolRegistry) -> tuple[ToolSpec, ...]:
         """The registry's tool specs, one copy for every session whose tools are the same (called with

@@ -258,13 +258,19 @@ class SessionActor(Actor):
         turn = self._rt.turn
         pending: deque[tm.TurnInput] = deque([message])
         while pending and turn is not None and self._rt.turn is turn:
+            fed = pending.popleft()
             try:
-                actions = turn.feed(pending.popleft(), time.monotonic())
+                actions = turn.feed(fed, time.monotonic())
             except Exception as exc:
                 logger.exception("session %s: the turn machine failed", self._opts.session_id)
                 why = f"the session failed unexpectedly: {exc!r}"
-                self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", why))
+                failed = ev.TurnFailed(self._opts.session_id, turn.number, "internal", why)
+                if self._rt.observer is not None:
+                    self._rt.observer(self._opts.session_id, turn.number, fed, [tm.Finish(failed)])
+                self._finish(turn, failed)
                 return
+            if self._rt.observer is not None:
+                self._rt.observer(self._opts.session_id, turn.number, fed, actions)
             for index, action in enumerate(actions):
                 if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
                     self._perform_ending(turn, action)

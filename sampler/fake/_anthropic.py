@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from ._auth import Verdict
+from ._cache import prompt_prefixes
 from ._reply import Reply, estimate_tokens
 from ._strict import structure_rejection
 from ._wire import (
@@ -94,6 +95,7 @@ class AnthropicWire:
             model=model if isinstance(model, str) else None,
             prompt_tokens=estimate_tokens(chars + system_chars + tool_chars),
             images=images,
+            prefixes=prompt_prefixes([system, request.get("tools")], messages),
         )
 
     def events(self, reply: Reply, meta: Meta) -> list[bytes]:
@@ -158,7 +160,7 @@ class AnthropicWire:
                 "content": content,
                 "stop_reason": _STOP_REASONS[reply.finish],
                 "stop_sequence": None,
-                "usage": {"input_tokens": meta.prompt_tokens, "output_tokens": reply.completion_tokens},
+                "usage": {**_input_usage(meta), "output_tokens": reply.completion_tokens},
             }
         )
 
@@ -227,7 +229,7 @@ class AnthropicWire:
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": meta.prompt_tokens, "output_tokens": 1},
+            "usage": {**_input_usage(meta), "output_tokens": 1},
         }
         return _event("message_start", {"type": "message_start", "message": message})
 
@@ -235,3 +237,12 @@ class AnthropicWire:
         delta = {"stop_reason": stop_reason, "stop_sequence": None}
         payload = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
         return _event("message_delta", payload)
+
+
+def _input_usage(meta: Meta) -> dict[str, int]:
+    """The prompt's usage as Anthropic splits it: uncached input, and what was read from the cache."""
+    return {
+        "input_tokens": meta.prompt_tokens - meta.cached_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": meta.cached_tokens,
+    }

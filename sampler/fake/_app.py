@@ -13,6 +13,7 @@ import msgspec
 
 from ._anthropic import AnthropicWire
 from ._auth import TokenBook
+from ._cache import PromptCache
 from ._decide import FaultDecider
 from ._http import (
     Receive,
@@ -121,6 +122,7 @@ class ProviderApp:
         self._faults = faults
         self._tokens = tokens
         self._stats = stats
+        self._prompt_cache = PromptCache()
         self._sequence = 0
         self._closing = False
         self._active: set[asyncio.Event] = set()
@@ -262,8 +264,11 @@ class ProviderApp:
         kind = fault.kind if fault is not None else None
         if fault is not None and kind == "empty":
             events = wire.empty_events(meta) if fault.with_done else []
+            # Only Anthropic's empty stream still opens with the prompt's usage.
+            usage = _reported(meta, _NOTHING) if events and wire.name == "anthropic" else None
         else:
             events = wire.events(reply, meta)
+            usage = _reported(meta, reply)
         total = len(events)
         cut = -1
         if fault is not None and kind in ("reset", "stall", "stream_error"):
@@ -292,7 +297,7 @@ class ProviderApp:
             position = end
             if position == total:
                 # Counted before the last write, so a client that has read the end also sees the count.
-                self._stats.completed()
+                self._stats.completed(usage)
             await send({"type": "http.response.body", "body": data, "more_body": position < total})
             if gone.is_set() and position < total:
                 self._gone()
@@ -324,7 +329,8 @@ class ProviderApp:
             await respond(send, wire.fault_response(fault), request_id)
             return
         if fault is not None and kind == "empty":
-            body = wire.body(Reply((), (), "stop", 0), meta) if fault.with_done else b""
+            reply = _NOTHING
+            body = wire.body(reply, meta) if fault.with_done else b""
         else:
             body = wire.body(reply, meta)
         if kind == "reset":
@@ -332,7 +338,10 @@ class ProviderApp:
             await send({"type": "http.response.start", "status": 200, "headers": [*headers, request_id]})
             await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
             raise ConnectionAbort
-        self._stats.completed()
+        # A whole response always carries its usage, whatever the stream options said.
+        self._stats.completed(
+            (meta.prompt_tokens, meta.cached_tokens, reply.completion_tokens) if body else None
+        )
         await respond(send, Response(200, body, headers=meta.headers), request_id)
 
     def _gone(self) -> None:
@@ -347,6 +356,7 @@ class ProviderApp:
             created=int(time.time()),
             prompt_tokens=parsed.prompt_tokens,
             include_usage=parsed.include_usage,
+            cached_tokens=min(self._prompt_cache.cached_tokens(parsed.prefixes), parsed.prompt_tokens),
         )
 
     async def _reject(self, send: Send, reason: Rejection, response: Response, request_id: Header) -> None:
@@ -380,3 +390,13 @@ class ProviderApp:
             return
         self._stats.token_grant(True)
         await respond(send, json_response(200, grant, ((b"cache-control", b"no-store"),)))
+
+
+_NOTHING = Reply((), (), "stop", 0)
+
+
+def _reported(meta: Meta, reply: Reply) -> tuple[int, int, int] | None:
+    """The (input, cached, output) usage a complete stream reports, None when it reports none."""
+    if not meta.include_usage:
+        return None
+    return (meta.prompt_tokens, meta.cached_tokens, reply.completion_tokens)

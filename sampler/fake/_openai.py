@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from ._auth import Verdict
+from ._cache import prompt_prefixes
 from ._reply import Reply, estimate_tokens
 from ._strict import structure_rejection
 from ._wire import (
@@ -92,6 +93,7 @@ class OpenAIWire:
             model=model if isinstance(model, str) else None,
             prompt_tokens=estimate_tokens(chars + tool_chars),
             images=images,
+            prefixes=prompt_prefixes([request.get("tools")], messages),
         )
 
     def events(self, reply: Reply, meta: Meta) -> list[bytes]:
@@ -134,7 +136,7 @@ class OpenAIWire:
                 "created": meta.created,
                 "model": meta.model,
                 "choices": [],
-                "usage": _usage(meta.prompt_tokens, reply.completion_tokens),
+                "usage": _usage(meta, reply.completion_tokens),
             }
             events.append(b"data: " + _encode(usage) + b"\n\n")
         events.append(_DONE)
@@ -166,7 +168,7 @@ class OpenAIWire:
                 "choices": [
                     {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish}
                 ],
-                "usage": _usage(meta.prompt_tokens, reply.completion_tokens),
+                "usage": _usage(meta, reply.completion_tokens),
             }
         )
 
@@ -228,5 +230,12 @@ class OpenAIWire:
         return json_response(413, _error(message, "invalid_request_error", "request_too_large"))
 
 
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _usage(meta: Meta, completion: int) -> dict[str, Any]:
+    prompt = meta.prompt_tokens
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": meta.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }

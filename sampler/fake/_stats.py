@@ -24,7 +24,8 @@ class ProviderStats(msgspec.Struct, frozen=True, kw_only=True):
     `completed` those answered with a complete 200 response (including ones that stalled and resumed, or
     were content-filtered); `faults` every injected fault by kind; `rejections` refusals by reason;
     `token_refreshes` / `token_refusals` the token endpoint's grants and refusals; `disconnects` the
-    responses the client abandoned before their end.
+    responses the client abandoned before their end; `input_tokens`, `cached_tokens` and `output_tokens`
+    add up the usage reported in the completed responses that carried one.
     """
 
     requests: int = 0
@@ -35,6 +36,9 @@ class ProviderStats(msgspec.Struct, frozen=True, kw_only=True):
     token_refreshes: int = 0
     token_refusals: int = 0
     disconnects: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
 
     @property
     def total_faults(self) -> int:
@@ -55,15 +59,20 @@ class StatsCounter:
         self._token_refreshes = 0
         self._token_refusals = 0
         self._disconnects = 0
+        self._usage = [0, 0, 0]
 
     def request(self, wire: str) -> None:
         with self._lock:
             self._requests += 1
             self._by_wire[wire] = self._by_wire.get(wire, 0) + 1
 
-    def completed(self) -> None:
+    def completed(self, usage: tuple[int, int, int] | None = None) -> None:
+        """Count a complete response, and the (input, cached, output) usage it reported, if any."""
         with self._lock:
             self._completed += 1
+            if usage is not None:
+                for index, value in enumerate(usage):
+                    self._usage[index] += value
 
     def fault(self, kind: FaultKind) -> None:
         with self._lock:
@@ -95,4 +104,7 @@ class StatsCounter:
                 token_refreshes=self._token_refreshes,
                 token_refusals=self._token_refusals,
                 disconnects=self._disconnects,
+                input_tokens=self._usage[0],
+                cached_tokens=self._usage[1],
+                output_tokens=self._usage[2],
             )

@@ -41,6 +41,8 @@ class Parsed(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None
     prompt_tokens: int
     images: int
+    prefixes: tuple[tuple[bytes, int], ...] = ()
+    """The prompt's prefixes (fingerprint, tokens), the whole prompt last, for the prompt cache."""
 
 
 class Meta(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +53,8 @@ class Meta(msgspec.Struct, frozen=True, kw_only=True):
     created: int
     prompt_tokens: int
     include_usage: bool
+    cached_tokens: int = 0
+    """The part of ``prompt_tokens`` served from the prompt cache."""
     headers: tuple[Header, ...] = ()
     """Sent with the response besides its own (the rate-limit headers, when the provider is limited)."""
 

@@ -75,6 +75,8 @@ class AssistantResult(msgspec.Struct, frozen=True, tag=True):
     finish_reason: FinishReason
     complete: bool
     """True when the stream ended properly; false when it was cut short."""
+    model: str | None = None
+    """The model that answered, as the provider named it (None when it did not)."""
 
     @property
     def produced(self) -> bool:
@@ -154,6 +156,7 @@ class DecoderState:
         self.usage: Usage | None = None
         self.finish_reason = FinishReason.UNKNOWN
         self.complete = False
+        self.model: str | None = None
 
     def call(self, index: int, id: str | None, name: str | None) -> _CallBuilder:
         """The builder of the call at ``index``, created on first sight; a later id or name fills gaps."""
@@ -178,7 +181,11 @@ class DecoderState:
     def finish(self) -> AssistantResult:
         """See :meth:`StreamDecoder.finish`."""
         return AssistantResult(
-            self.message(interrupted=not self.complete), self.usage, self.finish_reason, self.complete
+            self.message(interrupted=not self.complete),
+            self.usage,
+            self.finish_reason,
+            self.complete,
+            self.model,
         )
 
     def partial(self) -> AssistantMessage:

@@ -66,9 +66,10 @@ def _openai(data: dict[str, Any]) -> AssistantResult | None:
     usage = data.get("usage")
     return AssistantResult(
         AssistantMessage(text, calls),
-        _usage(usage, "prompt_tokens", "completion_tokens"),
+        _openai_usage(usage),
         _OPENAI_FINISH.get(str(choices[0].get("finish_reason")), FinishReason.UNKNOWN),
         complete=True,
+        model=_model(data),
     )
 
 
@@ -83,16 +84,38 @@ def _anthropic(data: dict[str, Any]) -> AssistantResult:
     usage = data.get("usage")
     return AssistantResult(
         AssistantMessage("".join(texts), tuple(calls)),
-        _usage(usage, "input_tokens", "output_tokens"),
+        _anthropic_usage(usage),
         _ANTHROPIC_STOP.get(str(data.get("stop_reason")), FinishReason.UNKNOWN),
         complete=True,
+        model=_model(data),
     )
 
 
-def _usage(usage: object, prompt: str, completion: str) -> Usage | None:
+def _openai_usage(usage: object) -> Usage | None:
     if not isinstance(usage, dict):
         return None
-    return Usage(int(usage.get(prompt) or 0), int(usage.get(completion) or 0))
+    prompt, completion = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(prompt.get("cached_tokens") or 0) if isinstance(prompt, dict) else 0,
+        int(completion.get("reasoning_tokens") or 0) if isinstance(completion, dict) else 0,
+    )
+
+
+def _anthropic_usage(usage: object) -> Usage | None:
+    """Anthropic's input excludes what was read from or written to the cache: the prompt is all three."""
+    if not isinstance(usage, dict):
+        return None
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read + written
+    return Usage(prompt, int(usage.get("output_tokens") or 0), read)
+
+
+def _model(data: dict[str, Any]) -> str | None:
+    model = data.get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def _arguments(value: object) -> str:

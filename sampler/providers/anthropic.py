@@ -165,6 +165,7 @@ class _Usage(msgspec.Struct):
 class _MessageInfo(msgspec.Struct):
     usage: _Usage | None = None
     stop_reason: str | None = None
+    model: str | None = None
 
 
 class _MessageStart(msgspec.Struct):
@@ -288,6 +289,8 @@ class AnthropicDecoder:
 
     def _message_start(self, event: SseEvent) -> list[StreamEvent]:
         chunk: _MessageStart = _decode(_message_start_decoder, event.data)
+        if chunk.message.model:
+            self._state.model = chunk.message.model
         return self._update_usage(chunk.message.usage)
 
     def _message_delta(self, event: SseEvent) -> list[StreamEvent]:

@@ -155,16 +155,22 @@ class _PromptDetails(msgspec.Struct):
     cached_tokens: int | None = None
 
 
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: Any = None
+    model: str | None = None
 
 
 _chunk_decoder = msgspec.json.Decoder(_Chunk)
@@ -203,6 +209,8 @@ class OpenAIDecoder:
         if chunk.error is not None:
             return [StreamError(event.event, data)]
         out: list[StreamEvent] = []
+        if chunk.model and state.model is None:
+            state.model = chunk.model
         if chunk.choices:
             for choice in chunk.choices:
                 if choice.index == 0:
@@ -210,10 +218,12 @@ class OpenAIDecoder:
         usage = chunk.usage
         if usage is not None:
             details = usage.prompt_tokens_details
+            reasoning = usage.completion_tokens_details
             state.usage = Usage(
                 usage.prompt_tokens or 0,
                 usage.completion_tokens or 0,
                 (details.cached_tokens or 0) if details is not None else 0,
+                (reasoning.reasoning_tokens or 0) if reasoning is not None else 0,
             )
             out.append(UsageUpdate(state.usage))
         return out

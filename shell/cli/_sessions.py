@@ -15,8 +15,17 @@ import msgspec
 from sampler import AssistantMessage, ImagePart, Message, SystemMessage, TextPart, ToolMessage, UserMessage
 
 from .. import events as ev
-from ..store import SessionNotFound, SessionRecord, SessionStore, StoredEvent, StoredMessage, StoreError
+from ..store import (
+    SessionNotFound,
+    SessionRecord,
+    SessionStore,
+    StoredEvent,
+    StoredMessage,
+    StoreError,
+    TurnUsageRecord,
+)
 from ._settings import CliUsageError, add_store_options, settings_from
+from ._usage import describe, session_totals, totals_json, turn_line
 
 __all__ = ["add_arguments", "run"]
 
@@ -27,8 +36,8 @@ _raw_decoder = msgspec.json.Decoder(dict[str, Any])
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sessions`` subcommands, each with the store options and ``--json``."""
     views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events}")
-    views.add_parser("list", help="every session: id, status, turns, last update")
-    show = views.add_parser("show", help="a session's record and its history as the model sees it")
+    views.add_parser("list", help="every session: id, status, turns, tokens, cost, last update")
+    show = views.add_parser("show", help="a session's record, usage by turn, history as the model sees it")
     show.add_argument("id", help="the session's id")
     events = views.add_parser("events", help="a session's event log")
     events.add_argument("id", help="the session's id")
@@ -56,7 +65,8 @@ def run(options: argparse.Namespace, out: TextIO | None = None) -> int:
         except SessionNotFound:
             raise CliUsageError(f"there is no session {options.id!r} in {path}") from None
         if options.view == "show":
-            _show(record, store.load_messages(record.id), stream, json=options.json)
+            usage = store.turn_usage(record.id)
+            _show(record, store.load_messages(record.id), usage, stream, json=options.json)
         else:
             _events(store.load_events(record.id), stream, json=options.json)
     return 0
@@ -74,17 +84,24 @@ def _opened(path: Path) -> Iterator[SessionStore]:
 
 def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
     records = store.list_sessions()
+    usage = store.usage_by_session()
     if json:
         for record in records:
-            _json_line(out, _summary(record))
+            _json_line(out, {**_summary(record), "usage": totals_json(usage.get(record.id, []))})
         return
     if not records:
         return
     width = max(len("ID"), *(len(record.id) for record in records))
-    out.write(f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5}  UPDATED\n")
+    header = f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5} {'IN':>9} {'OUT':>8} {'COST':>9}  UPDATED\n"
+    out.write(header)
     for record in records:
         updated = _local(record.updated_at)
-        out.write(f"{record.id:<{width}}  {record.status:<8} {record.current_turn:>5}  {updated}\n")
+        tokens, cost = session_totals(usage.get(record.id, []))
+        priced = "-" if cost is None else f"{cost:.4f}"
+        out.write(
+            f"{record.id:<{width}}  {record.status:<8} {record.current_turn:>5} {tokens.input_tokens:>9}"
+            f" {tokens.output_tokens:>8} {priced:>9}  {updated}\n"
+        )
 
 
 def _summary(record: SessionRecord) -> dict[str, Any]:
@@ -99,13 +116,27 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
     }
 
 
-def _show(record: SessionRecord, history: list[StoredMessage], out: TextIO, *, json: bool) -> None:
+def _show(
+    record: SessionRecord,
+    history: list[StoredMessage],
+    usage: list[TurnUsageRecord],
+    out: TextIO,
+    *,
+    json: bool,
+) -> None:
     if json:
         body = {
             "session": {
                 **_summary(record),
                 "learned_window": record.learned_window,
                 "meta": record.meta,
+            },
+            "usage": {
+                "total": totals_json(usage),
+                "turns": [
+                    {"turn": turn.turn, "outcome": turn.outcome, **msgspec.to_builtins(turn.usage)}
+                    for turn in usage
+                ],
             },
             "history": [
                 {
@@ -129,8 +160,13 @@ def _show(record: SessionRecord, history: list[StoredMessage], out: TextIO, *, j
         ("created", _local(record.created_at)),
         ("updated", _local(record.updated_at)),
         ("learned window", learned),
+        ("usage", describe(*session_totals(usage))),
     ):
         out.write(f"{label + ':':<16}{value}\n")
+    if usage:
+        out.write("\nusage by turn:\n")
+        for turn in usage:
+            out.write(f"turn {turn.turn} {turn.outcome}: {turn_line(turn.usage)}\n")
     out.write(f"\nhistory ({len(history)} messages, as the model sees it):\n")
     for stored in history:
         summary = " (summary)" if stored.is_summary else ""

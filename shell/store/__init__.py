@@ -41,7 +41,7 @@ from ._errors import (
     StoreUnavailable,
     StoreVersionError,
 )
-from ._records import Backend, SessionRecord, SessionStatus, StoredEvent, StoredMessage
+from ._records import Backend, SessionRecord, SessionStatus, StoredEvent, StoredMessage, TurnUsageRecord
 from ._store import SessionStore, open_store
 
 __all__ = [
@@ -61,5 +61,6 @@ __all__ = [
     "StoreVersionError",
     "StoredEvent",
     "StoredMessage",
+    "TurnUsageRecord",
     "open_store",
 ]

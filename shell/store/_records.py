@@ -8,7 +8,9 @@ import msgspec
 
 from sampler.messages import Message
 
-__all__ = ["Backend", "SessionRecord", "SessionStatus", "StoredEvent", "StoredMessage"]
+from ..usage import TurnUsage
+
+__all__ = ["Backend", "SessionRecord", "SessionStatus", "StoredEvent", "StoredMessage", "TurnUsageRecord"]
 
 SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed"]
 """``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good."""
@@ -57,3 +59,13 @@ class StoredEvent(msgspec.Struct, frozen=True):
     """The event struct's tag, or its class name if it has none."""
     body: bytes
     created_at: float
+
+
+class TurnUsageRecord(msgspec.Struct, frozen=True):
+    """What one ended turn consumed: ``outcome`` is ``completed``, ``failed`` or ``cancelled``."""
+
+    turn: int
+    outcome: str
+    usage: TurnUsage
+    ended_at: float
+    """Seconds since the epoch."""

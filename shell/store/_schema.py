@@ -8,6 +8,8 @@ new version number, so a store is always at exactly one version.
 - Version 2: compaction. Messages gain ``replaced_by`` (the summary that replaced them in the projection),
   ``is_summary`` and ``position`` (their place in the projection, which a summary takes over from the
   first message it replaces); sessions gain ``learned_window``.
+- Version 3: usage. ``turn_usage`` keeps one row per ended turn: how it ended, its model, the tokens of
+  its steps and, apart, of its compactions' summary requests, and its cost (NULL without a price).
 
 Where the version is kept: in SQLite, ``PRAGMA user_version``, with ``PRAGMA application_id`` marking the
 file as a turnkeep store; in PostgreSQL, the one row of the marker table ``turnkeep_store``
@@ -84,6 +86,30 @@ _SQLITE_V2 = (
     "CREATE INDEX messages_projection ON messages (session_id, replaced_by, position, seq)",
 )
 
+_SQLITE_V3 = (
+    """
+    CREATE TABLE turn_usage (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        turn INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER NOT NULL,
+        reasoning_tokens INTEGER NOT NULL,
+        reported INTEGER NOT NULL,
+        compaction_input_tokens INTEGER NOT NULL,
+        compaction_output_tokens INTEGER NOT NULL,
+        compaction_cached_tokens INTEGER NOT NULL,
+        compaction_reasoning_tokens INTEGER NOT NULL,
+        compaction_reported INTEGER NOT NULL,
+        cost REAL,
+        ended_at REAL NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    )
+    """,
+)
+
 _POSTGRES_V1 = (
     f"CREATE TABLE {MARKER_TABLE} (application TEXT NOT NULL, schema_version INTEGER NOT NULL)",
     f"INSERT INTO {MARKER_TABLE} (application, schema_version) VALUES ('{APPLICATION}', 0)",
@@ -132,10 +158,34 @@ _POSTGRES_V2 = (
     "CREATE INDEX messages_projection ON messages (session_id, replaced_by, position, seq)",
 )
 
-SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2)
+_POSTGRES_V3 = (
+    """
+    CREATE TABLE turn_usage (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        turn BIGINT NOT NULL,
+        outcome TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        reasoning_tokens BIGINT NOT NULL,
+        reported BIGINT NOT NULL,
+        compaction_input_tokens BIGINT NOT NULL,
+        compaction_output_tokens BIGINT NOT NULL,
+        compaction_cached_tokens BIGINT NOT NULL,
+        compaction_reasoning_tokens BIGINT NOT NULL,
+        compaction_reported BIGINT NOT NULL,
+        cost DOUBLE PRECISION,
+        ended_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    )
+    """,
+)
+
+SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2, _SQLITE_V3)
 """The SQLite statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
 
-POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (_POSTGRES_V1, _POSTGRES_V2)
+POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (_POSTGRES_V1, _POSTGRES_V2, _POSTGRES_V3)
 """The PostgreSQL statements that take a schema from version ``i`` to version ``i + 1``, for each ``i``."""
 
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

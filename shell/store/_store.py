@@ -21,6 +21,7 @@ import msgspec
 from sampler.messages import Message
 
 from .._secrets import redact
+from . import _usage
 from ._errors import (
     CompactionRejected,
     SessionClosed,
@@ -29,7 +30,7 @@ from ._errors import (
     StoreCorrupt,
     StoreError,
 )
-from ._records import Backend, SessionRecord, StoredEvent, StoredMessage
+from ._records import Backend, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
 
 __all__ = ["SessionStore", "open_store"]
 
@@ -448,9 +449,11 @@ class SessionStore:
     # --- Events -------------------------------------------------------------------------------------------
 
     def append_event(self, session_id: str, turn: int, event: msgspec.Struct) -> int:
-        """Append ``event`` (its JSON, redacted) to the session's event log; returns its seq."""
+        """Append ``event`` (its JSON, redacted) to the session's event log; returns its seq. An event that
+        ends a turn also records the turn's usage, in the same transaction (a later end replaces it)."""
         body = _encode(event)
         now = time.time()
+        ended = _usage.turn_outcome(event)
         with self._backend.write() as db:
             self._open_session(db, session_id)
             seq = self._next_seq(db, "events", session_id)
@@ -459,8 +462,29 @@ class SessionStore:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (session_id, seq, turn, _event_type(event), body, now),
             )
+            if ended is not None:
+                row = _usage.row_of(session_id, turn, *ended, now)
+                db.run("DELETE FROM turn_usage WHERE session_id = ? AND turn = ?", (session_id, turn))
+                marks = ", ".join("?" * len(row))
+                db.run(f"INSERT INTO turn_usage ({_usage.COLUMNS}) VALUES ({marks})", row)
             self._touch(db, session_id, now)
         return seq
+
+    def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
+        """The usage of every ended turn of the session, by turn; turns that ended before the store kept
+        usage have none."""
+        with self._backend.read() as db:
+            self._session_row(db, session_id)
+            rows = db.query(
+                f"SELECT {_usage.COLUMNS} FROM turn_usage WHERE session_id = ? ORDER BY turn", (session_id,)
+            )
+        return self._decode_usage(rows).get(session_id, [])
+
+    def usage_by_session(self) -> dict[str, list[TurnUsageRecord]]:
+        """:meth:`turn_usage` of every session that has any, by session id."""
+        with self._backend.read() as db:
+            rows = db.query(f"SELECT {_usage.COLUMNS} FROM turn_usage ORDER BY session_id, turn")
+        return self._decode_usage(rows)
 
     def load_events(self, session_id: str, *, since: int = 0) -> list[StoredEvent]:
         """The session's events with a seq greater than ``since``, in seq order."""
@@ -533,6 +557,15 @@ class SessionStore:
             )
         except (msgspec.DecodeError, msgspec.ValidationError, TypeError) as error:
             raise self._corrupt("the message", session_id, seq, error) from error
+
+    def _decode_usage(self, rows: list[tuple[Any, ...]]) -> dict[str, list[TurnUsageRecord]]:
+        grouped: dict[str, list[TurnUsageRecord]] = {}
+        for row in rows:
+            try:
+                grouped.setdefault(str(row[0]), []).append(_usage.decode_row(row))
+            except (msgspec.ValidationError, TypeError, ValueError) as error:
+                raise self._corrupt("the turn usage", str(row[0]), None, error) from error
+        return grouped
 
     def _decode_event(self, session_id: str, row: tuple[Any, ...]) -> StoredEvent:
         seq, turn, kind, body, created_at = row

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from sampler import (
     AssistantMessage,
     Cancelled,
@@ -37,6 +39,7 @@ from sampler import (
     ToolCall,
     ToolMessage,
     ToolResult,
+    Usage,
     UserMessage,
 )
 from tool_bridge.messages import ToolCallBegan, ToolInvocation, ToolsFinished
@@ -55,6 +58,7 @@ from ..bridge import (
 )
 from ..compaction import shrank_enough
 from ..doom_loop import DOOM_LOOP_REMINDER, DoomLoopDetector, DoomLoopVerdict
+from ..usage import Price, TokenUsage, TurnUsage, cost_of
 from ._actions import (
     AppendMessage,
     ArmProbe,
@@ -170,6 +174,9 @@ class TurnSettings:
     min_shrink: float = 0.10
     probe_after: float = 30.0
     """Seconds a step may stay silent before the sampler is asked whether it still has it."""
+    model: str = ""
+    price: Price | None = None
+    """The model's price, to put a cost on the turn's usage; None: no cost."""
 
 
 class TurnMachine:
@@ -222,6 +229,8 @@ class TurnMachine:
         """Tool calls in the history that have no result yet."""
         self._awaiting: type | None = None
         """The answer the ``Ask…`` in flight expects (PREPARING only)."""
+        self._steps_usage = TokenUsage()
+        self._compaction_usage = TokenUsage()
         self._handlers: dict[type, Callable[[Any, float], list[TurnAction]]] = {
             Begin: self._begin,
             RequestBuilt: self._request_built,
@@ -264,6 +273,23 @@ class TurnMachine:
             raise TypeError(f"not a turn input: {type(message).__name__}")
         return handler(message, now)
 
+    @property
+    def usage(self) -> TurnUsage:
+        """What the turn's model calls consumed so far, as reported by the provider, and its cost."""
+        steps, compaction = self._steps_usage, self._compaction_usage
+        price = self.settings.price
+        cost = None if price is None else cost_of(steps + compaction, price)
+        return TurnUsage(model=self.settings.model, steps=steps, compaction=compaction, cost=cost)
+
+    def _account(self, usage: Usage | None) -> None:
+        """Add a reported attempt's usage to the steps or, during a compaction, to the compaction."""
+        if usage is None:
+            return
+        if self.phase is Phase.COMPACTING:
+            self._compaction_usage = self._compaction_usage.add(usage)
+        else:
+            self._steps_usage = self._steps_usage.add(usage)
+
     def describe(self) -> str:
         """A one-line account of where the turn is, for diagnostics."""
         return (
@@ -284,6 +310,7 @@ class TurnMachine:
                 actions.append(StopTools(self.batch_id))
             actions += self._unanswered(f"not run to the end: the turn {_ended_how(event)}")
         self.phase = Phase.ENDED
+        event = msgspec.structs.replace(event, usage=self.usage)
         self.end = event
         return [*actions, Finish(event)]
 
@@ -416,6 +443,7 @@ class TurnMachine:
     def _retrying(self, message: Retrying, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
+        self._account(message.usage)
         if message.discard_partial:
             self.text = ""
         return [
@@ -437,6 +465,7 @@ class TurnMachine:
     def _fallback(self, message: ProjectionFallback, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
+        self._account(message.usage)
         self.text = ""
         event = ev.ProjectionFallback(
             self.settings.session_id, self.number, str(message.projection), str(message.kind)
@@ -446,6 +475,7 @@ class TurnMachine:
     def _completed(self, message: Completed, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
+        self._account(message.usage)
         self._open_request = None
         if self.phase is Phase.COMPACTING:
             task = self._compaction
@@ -475,6 +505,7 @@ class TurnMachine:
     def _failed(self, message: Failed, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
+        self._account(message.usage)
         self._open_request = None
         if self.cancelling is not None:
             return self._cancelled(self.cancelling)
@@ -498,6 +529,7 @@ class TurnMachine:
     def _sampler_cancelled(self, message: Cancelled, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
+        self._account(message.usage)
         self._open_request = None
         if self.cancelling is None:
             # Not asked for (the sampler was restarted under us): the step is lost.

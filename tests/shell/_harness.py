@@ -17,7 +17,7 @@ from shell.credentials import CredentialProvider, StaticKey
 from shell.messages import Subscribe, UserPrompt
 from shell.session import SessionOptions
 from shell.session_path import SessionPath
-from shell.session_tree import SessionChaos, SessionParts, session_spec
+from shell.session_tree import SessionChaos, SessionParts, session_runtime, session_spec
 from shell.store import SessionStore
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, builtin_registry
 
@@ -43,6 +43,7 @@ class Harness:
         tools: ToolBridgeSettings | None = None,
         idle_timeout: float = 10.0,
         step_probe_after: float = 30.0,
+        telemetry: Any = None,
     ) -> None:
         self.tmp_path = tmp_path
         self.provider = provider
@@ -59,6 +60,11 @@ class Harness:
         self.step_probe_after = step_probe_after
         self.inboxes: dict[str, queue.Queue[Any]] = {}
         self.report: Any = None
+        self.telemetry = telemetry
+        """A :class:`shell.telemetry.Telemetry` told of every turn and supervision fact, or None."""
+        if telemetry is not None:
+            self.system.observe(telemetry.supervision)
+            self.system.dead_letters.subscribe(telemetry.dead_letter)
         OPEN.append(self)
 
     def open(self, session_id: str = "s1") -> Address:
@@ -89,7 +95,10 @@ class Harness:
             chaos=self.chaos,
         )
         path = SessionPath(session_id)
-        self.system.spawn(session_spec(path.child_name, parts))
+        runtime = session_runtime(parts)
+        if self.telemetry is not None:
+            runtime.observer = self.telemetry.observe
+        self.system.spawn(session_spec(path.child_name, parts, runtime))
         session = self.system.address(path.member("session"))
         inbox: queue.Queue[Any] = queue.Queue()
         session.ask(Subscribe(inbox))

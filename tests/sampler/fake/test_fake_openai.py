@@ -59,7 +59,13 @@ def test_usage_arrives_in_a_final_chunk_only_when_asked(start_provider, http, ss
     chunks = sse_json(http.post(provider.base_url + "/chat/completions", json=body).text)
     assert chunks[-1]["choices"] == []
     # every string value of the messages counts: "user" + 40 characters = 44 characters = 11 tokens
-    assert chunks[-1]["usage"] == {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
+    assert chunks[-1]["usage"] == {
+        "prompt_tokens": 11,
+        "completion_tokens": 2,
+        "total_tokens": 13,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def test_chunks_makes_exactly_that_many_content_chunks(start_provider, http, sse_json):

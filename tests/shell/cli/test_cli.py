@@ -327,6 +327,45 @@ def test_sessions_list_show_and_events_read_what_the_store_holds(options, store)
     assert "#2 turn 1 assistant: echo: remember me" in text
 
 
+def test_usage_and_cost_reach_the_json_events_and_the_session_views(tmp_path, options, store) -> None:
+    config = tmp_path / "prices.toml"
+    config.write_text('[pricing."priced-model"]\ninput = 2.0\noutput = 10.0\ncached_input = 0.5\n')
+    with serving(WRITE_NOTE) as provider:
+        run = turnkeep(
+            "run",
+            *options(provider),
+            "--config",
+            str(config),
+            "--model",
+            "priced-model",
+            "--json",
+            "--allow-all",
+            "write it",
+        )
+        reported = provider.stats
+    assert run.returncode == 0, run.stderr
+    end = json_lines(run.stdout)[-1]
+    assert end["type"] == "turn_completed"
+    steps = end["usage"]["steps"]
+    assert (steps["input_tokens"], steps["cached_tokens"], steps["output_tokens"]) == (
+        reported.input_tokens,
+        reported.cached_tokens,
+        reported.output_tokens,
+    )
+    assert steps["reported"] == 2 and reported.cached_tokens > 0  # the second step reuses the first prompt
+    uncached = reported.input_tokens - reported.cached_tokens
+    expected = (uncached * 2.0 + reported.cached_tokens * 0.5 + reported.output_tokens * 10.0) / 1e6
+    assert end["usage"]["cost"] == pytest.approx(expected)
+
+    listed = json_lines(turnkeep("sessions", "list", "--store", str(store), "--json").stdout)
+    assert listed[0]["usage"]["input_tokens"] == reported.input_tokens
+    assert listed[0]["usage"]["cost"] == pytest.approx(expected)
+    table = turnkeep("sessions", "list", "--store", str(store)).stdout
+    assert f"{expected:.4f}" in table and "COST" in table
+    shown = turnkeep("sessions", "show", end["session"], "--store", str(store)).stdout
+    assert f"turn 1 completed: {reported.input_tokens} in ({reported.cached_tokens} cached)" in shown
+
+
 def test_sessions_show_of_an_unknown_session_exits_2(options, store) -> None:
     with serving() as provider:
         turnkeep("run", *options(provider), "hello")

@@ -37,6 +37,7 @@ from shell.facade import AsyncSession, Host, Session  # noqa: E402
 from shell.host import HostError  # noqa: E402
 from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
 from shell.store import SessionStore  # noqa: E402
+from tests._events import without_usage  # noqa: E402
 
 SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
 """A turn that spends 4 s in a tool: long enough to kill its replica under it."""
@@ -148,7 +149,7 @@ def test_a_prompt_through_the_pool_streams_its_turn_and_the_shared_store_keeps_i
     events = list(session.prompt("hello pool"))
     assert isinstance(events[0], ev.TurnStarted) and events[0].turn == 1
     assert any(isinstance(e, ev.TextDelta) for e in events)
-    assert events[-1] == ev.TurnCompleted(session.id, 1, "echo: hello pool", 1)
+    assert without_usage(events[-1]) == ev.TurnCompleted(session.id, 1, "echo: hello pool", 1)
     assert [type(m) for m in session.history()] == [UserMessage, AssistantMessage]
     with SessionStore.open(store_dir / "store.db") as store:
         stored = [m.message for m in store.load_messages(session.id)]
@@ -166,7 +167,7 @@ def test_a_pool_address_takes_the_mailbox_messages_of_a_local_one(host: PoolHost
     received = [events.get(timeout=15)]
     while not isinstance(received[-1], ev.TERMINAL_EVENTS):
         received.append(events.get(timeout=15))
-    assert received[-1] == ev.TurnCompleted(address.session_id, 1, "echo: over the wire", 1)
+    assert without_usage(received[-1]) == ev.TurnCompleted(address.session_id, 1, "echo: over the wire", 1)
     address.ask(Unsubscribe(events))
     address.tell(UserPrompt("told"))
     deadline = time.monotonic() + 15
@@ -181,7 +182,7 @@ def test_a_session_resumed_through_the_pool_keeps_its_history(host: PoolHost, st
     first.run("remember this")
     again = host.resume(first.id)
     reply = again.run("and this")
-    assert reply == ev.TurnCompleted(first.id, 2, "echo: and this", 1)
+    assert without_usage(reply) == ev.TurnCompleted(first.id, 2, "echo: and this", 1)
     assert user_texts(again.history()) == ["remember this", "and this"]
 
 
@@ -238,7 +239,7 @@ def test_a_replica_restarted_by_ray_mid_turn_converges_the_turn_and_serves_again
     session = host.open(store_dir / "restart")
     doomed = replica_of(pool, session.id)
     events = kill_when_tool_starts(session, "work [[script:slow]]", lambda: pool.restart_replica(doomed.name))
-    terminal = events[-1]
+    terminal = without_usage(events[-1])
     assert terminal in (
         ev.TurnCancelled(session.id, 1, "interrupted"),
         ev.TurnCompleted(session.id, 1, "slept", 2),
@@ -287,7 +288,7 @@ def test_a_replica_gone_for_good_hands_its_sessions_to_the_other(
         while pool.placement(first.id) in (doomed.name, None):
             assert time.monotonic() < deadline, "the session never moved"
             time.sleep(0.05)
-        assert first.run("after") == ev.TurnCompleted(first.id, 2, "echo: after", 1)
+        assert without_usage(first.run("after")) == ev.TurnCompleted(first.id, 2, "echo: after", 1)
         assert pool.placement(first.id) == pool.placement(second.id)
         assert [s.up for s in pool.replicas() if s.name == doomed.name] == [False]
 
@@ -312,7 +313,7 @@ def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(doomed.pid, signal.SIGCONT)
-        assert session.run("after") == ev.TurnCompleted(session.id, 2, "echo: after", 1)
+        assert without_usage(session.run("after")) == ev.TurnCompleted(session.id, 2, "echo: after", 1)
         assert wait_until_up(pool, doomed.name).pid != doomed.pid
 
 
@@ -332,17 +333,17 @@ def test_connect_picks_a_local_host_or_a_pool_from_the_cluster_settings(
         assert isinstance(pooled, PoolHost)
         assert len(pooled.pool.replicas()) == 1
         session = pooled.resume(pooled.sessions()[0].id)
-        assert session.run("again") == ev.TurnCompleted(session.id, 2, "echo: again", 1)
+        assert without_usage(session.run("again")) == ev.TurnCompleted(session.id, 2, "echo: again", 1)
         slow = session.prompt("work [[script:slow]]")
         assert isinstance(next(slow), ev.TurnStarted)
-    assert list(slow)[-1] == ev.TurnCancelled(session.id, 3, "aborted")
+    assert without_usage(list(slow)[-1]) == ev.TurnCancelled(session.id, 3, "aborted")
 
 
 @pytest.mark.trio
 async def test_the_trio_face_streams_a_turn_from_the_pool(host: PoolHost, store_dir: Path) -> None:
     session = AsyncSession(await trio.to_thread.run_sync(lambda: host.open(store_dir / "trio")))
     events = [event async for event in session.prompt("from trio")]
-    assert events[-1] == ev.TurnCompleted(session.id, 1, "echo: from trio", 1)
+    assert without_usage(events[-1]) == ev.TurnCompleted(session.id, 1, "echo: from trio", 1)
     assert not await session.cancel()
 
 

@@ -14,6 +14,10 @@ from shell.serve._frames import stored_dict
 from shell.serve._stream import session_events
 from shell.serve._wakeup import Inbox
 from shell.store import SessionStore
+from shell.usage import TurnUsage
+
+NO_USAGE = msgspec.to_builtins(TurnUsage())
+"""How a turn end without usage (one written by the test) is streamed."""
 
 
 @pytest.fixture
@@ -50,7 +54,14 @@ async def test_replay_starts_after_the_cursor_then_live_events_follow_in_seq_ord
         (
             "turn_completed",
             "2",
-            {"type": "turn_completed", "session": "s1", "turn": 1, "text": "done", "steps": 1},
+            {
+                "type": "turn_completed",
+                "session": "s1",
+                "turn": 1,
+                "text": "done",
+                "steps": 1,
+                "usage": NO_USAGE,
+            },
         )
     ]
     store.append_event("s1", 2, ev.TurnStarted("s1", 2, "two"))
@@ -86,7 +97,13 @@ async def test_an_event_announced_before_it_is_stored_arrives_by_the_periodic_re
         (
             "turn_cancelled",
             "1",
-            {"type": "turn_cancelled", "session": "s1", "turn": 1, "reason": "interrupted"},
+            {
+                "type": "turn_cancelled",
+                "session": "s1",
+                "turn": 1,
+                "reason": "interrupted",
+                "usage": NO_USAGE,
+            },
         )
     ]
     await frames.aclose()

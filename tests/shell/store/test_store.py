@@ -31,6 +31,7 @@ from shell.store import (
     StoreVersionError,
     open_store,
 )
+from shell.store._schema import SCHEMA_VERSION
 from tests._postgres import with_options
 
 ANTHROPIC_KEY = "sk-ant-api03-Zx9Qm2Lk7Wv4Rt8Yp1Bn6Hc3Jd5Fg0Sa"
@@ -791,7 +792,7 @@ def test_a_version_1_file_is_migrated_and_keeps_its_content(path):
     with SessionStore.open(path) as store:
         assert_version_1_content_is_kept(store)
 
-    assert SqliteRaw(path).scalar("PRAGMA user_version") == 2
+    assert SqliteRaw(path).scalar("PRAGMA user_version") == SCHEMA_VERSION
 
 
 def test_a_migration_that_fails_is_rolled_back_entirely(path):
@@ -823,7 +824,7 @@ def test_a_file_from_a_newer_schema_is_refused_and_left_untouched(path):
     with pytest.raises(StoreVersionError, match="99") as caught:
         SessionStore.open(path)
 
-    assert (caught.value.found, caught.value.supported) == (99, 2)
+    assert (caught.value.found, caught.value.supported) == (99, SCHEMA_VERSION)
     assert path.read_bytes() == before
 
 
@@ -900,8 +901,10 @@ def test_a_postgresql_store_creates_its_tables_in_the_current_schema(postgres_st
         assert (store.backend, store.path) == ("postgresql", None)
         assert postgres_schema in store.location
 
-    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == 2
-    assert pg.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 4
+    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == SCHEMA_VERSION
+    assert (
+        pg.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 5
+    )  # turn_usage too
 
 
 def test_a_postgresql_store_in_a_fresh_database_uses_its_public_schema(postgres_url, postgres_admin):
@@ -920,7 +923,7 @@ def test_a_postgresql_version_1_schema_is_migrated_and_keeps_its_content(postgre
     with open_store(postgres_store_url) as store:
         assert_version_1_content_is_kept(store)
 
-    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == 2
+    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == SCHEMA_VERSION
 
 
 def test_a_postgresql_migration_that_fails_is_rolled_back_entirely(postgres_store_url, pg):
@@ -945,7 +948,7 @@ def test_a_postgresql_store_of_a_newer_schema_is_refused_and_left_untouched(post
     with pytest.raises(StoreVersionError, match="99") as caught:
         open_store(postgres_store_url)
 
-    assert (caught.value.found, caught.value.supported) == (99, 2)
+    assert (caught.value.found, caught.value.supported) == (99, SCHEMA_VERSION)
     assert (caught.value.path, caught.value.location) == (None, postgres_store_url)
     assert pg.content() == before
 
@@ -1106,4 +1109,4 @@ def test_stores_opening_an_empty_postgresql_schema_at_once_create_it_once(postgr
 
     assert errors == []
     assert pg.scalar("SELECT count(*) FROM turnkeep_store") == 1
-    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == 2
+    assert pg.scalar("SELECT schema_version FROM turnkeep_store") == SCHEMA_VERSION

@@ -1,0 +1,253 @@
+"""Telemetry's cost: turn throughput with traces and metrics exported, with telemetry off, and with the
+telemetry hooks bypassed altogether.
+
+Each configuration runs the same work in a host of its own, against the embedded provider on loopback:
+``--sessions`` sessions, each in its own thread, run ``--turns`` echo turns one after the other. The figure
+is turns per CPU-second of the whole process (every thread: the host's actors, the trio loop, the
+exporters and the embedded provider, as ``time.process_time`` counts them), which other work on a shared
+machine does not move the way it moves wall-clock rates; the wall-clock rate is printed beside it.
+Configurations take turns within each round (the order rotates); a ratio is the median over the rounds
+of the ratio within each round, so drift on the machine falls on both sides of it.
+
+- on: ``[telemetry] enabled``, spans exported over OTLP/HTTP in batches to a receiver in this process
+  (which decodes nothing: it only answers), metrics served on a Prometheus port and scraped once a round.
+- off: the default configuration (telemetry disabled; the hooks are there, and see no observer).
+- hooks bypassed: telemetry disabled and the SessionActor's feed loop without the observer hook, as it
+  was before telemetry existed. (Usage accounting is part of the turn itself and runs in all three.)
+
+Run: ``.venv/bin/python bench/telemetry_bench.py [--sessions N] [--turns N] [--rounds N] [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+from run_all import Figure, format_table
+
+from sampler.fake import FakeProvider, Script
+from shell import Host, TurnCompleted, load_settings
+from shell import events as ev
+from shell import session as session_module
+from shell import turn as tm
+
+CONFIGS = ("hooks bypassed", "off", "on")
+
+
+class Throughput(msgspec.Struct, frozen=True):
+    """Turns per second of each round, by configuration, and what the 'on' host exported."""
+
+    rounds: dict[str, list[float]]
+    """Turns per CPU-second, by configuration, one per round."""
+    wall: dict[str, list[float]]
+    """Turns per wall-clock second, by configuration, one per round."""
+    turns_per_round: int
+    spans_posts: int
+    scraped_bytes: int
+
+
+class _Sink(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that accepts every export and keeps nothing."""
+
+    posts = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        type(self).posts += 1
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def _otlp_sink() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    thread = threading.Thread(target=server.serve_forever, name="otlp-sink", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5.0)
+
+
+def _feed_without_hooks(self: Any, message: tm.TurnInput) -> None:
+    """The SessionActor's feed loop as it was before telemetry: the same, minus the observer calls."""
+    turn = self._rt.turn
+    pending: deque[tm.TurnInput] = deque([message])
+    while pending and turn is not None and self._rt.turn is turn:
+        try:
+            actions = turn.feed(pending.popleft(), time.monotonic())
+        except Exception as exc:
+            why = f"the session failed unexpectedly: {exc!r}"
+            self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", why))
+            return
+        for index, action in enumerate(actions):
+            if turn.end is not None:
+                self._perform_ending(turn, action)
+                continue
+            try:
+                answer = self._perform(turn, action)
+            except Exception as exc:
+                pending.append(self._failure(actions[index:], exc))
+                break
+            if answer is not None:
+                pending.append(answer)
+
+
+@contextmanager
+def _bypassed(active: bool) -> Iterator[None]:
+    original: Callable[..., None] = session_module.SessionActor._feed
+    if active:
+        session_module.SessionActor._feed = _feed_without_hooks  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        session_module.SessionActor._feed = original  # type: ignore[method-assign]
+
+
+def _one_round(
+    config: str, base: dict[str, str], tmp: Path, sessions: int, turns: int
+) -> tuple[float, float, int]:
+    env = dict(base, TURNKEEP_STORE__PATH=str(tmp / f"{config.replace(' ', '-')}-{time.monotonic_ns()}.db"))
+    if config == "on":
+        env.update(TURNKEEP_TELEMETRY__ENABLED="true", TURNKEEP_TELEMETRY__PROMETHEUS_PORT="0")
+    scraped = 0
+    with _bypassed(config == "hooks bypassed"), Host(load_settings(environ=env)) as host:
+        opened = [host.open(tmp / f"ws{i}") for i in range(sessions)]
+        for session in opened:  # warm every session's actors and connections
+            session.run("warm up")
+        failures: list[object] = []
+
+        def work(session: Any) -> None:
+            for n in range(turns):
+                end = session.run(f"turn {n}")
+                if not isinstance(end, TurnCompleted):
+                    failures.append(end)
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in opened]
+        started, cpu = time.perf_counter(), time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120.0)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        if failures or any(thread.is_alive() for thread in threads):
+            raise RuntimeError(f"{config}: turns did not complete: {failures[:3]!r}")
+        telemetry = host.agent_host.telemetry
+        if telemetry is not None and telemetry.prometheus_address is not None:
+            host_, port = telemetry.prometheus_address
+            scraped = len(httpx.get(f"http://{host_}:{port}/metrics", timeout=5.0).content)
+    return sessions * turns / cpu, sessions * turns / elapsed, scraped
+
+
+def measure(sessions: int, turns: int, rounds: int) -> Throughput:
+    """Run every configuration ``rounds`` times, rotating their order."""
+    results: dict[str, list[float]] = {config: [] for config in CONFIGS}
+    wall: dict[str, list[float]] = {config: [] for config in CONFIGS}
+    scraped = 0
+    with (
+        tempfile.TemporaryDirectory(prefix="turnkeep-telemetry-") as tmp,
+        FakeProvider(Script.echo()) as fake,
+        _otlp_sink() as sink,
+    ):
+        base = {
+            "TURNKEEP_PROVIDER__BASE_URL": fake.base_url,
+            "TURNKEEP_PROVIDER__MODEL": "fake-model",
+            "TURNKEEP_TELEMETRY__OTLP_ENDPOINT": sink,
+        }
+        for number in range(rounds):
+            order = CONFIGS[number % 3 :] + CONFIGS[: number % 3]
+            for config in order:
+                rate, wall_rate, size = _one_round(config, base, Path(tmp), sessions, turns)
+                results[config].append(rate)
+                wall[config].append(wall_rate)
+                scraped = max(scraped, size)
+    return Throughput(
+        rounds=results,
+        wall=wall,
+        turns_per_round=sessions * turns,
+        spans_posts=_Sink.posts,
+        scraped_bytes=scraped,
+    )
+
+
+def paired(result: Throughput, ours: str, base: str) -> float:
+    """The median over the rounds of ``ours / base`` measured in the same round (pairs share the
+    machine's state of the moment better than medians taken apart)."""
+    return statistics.median(a / b for a, b in zip(result.rounds[ours], result.rounds[base], strict=True))
+
+
+def figures(result: Throughput) -> list[Figure]:
+    """The two ratios, each against the baseline measured in the same run, round by round."""
+    median = {config: statistics.median(rates) for config, rates in result.rounds.items()}
+    on, off, before = median["on"], median["off"], median["hooks bypassed"]
+    on_off, off_before = paired(result, "on", "off"), paired(result, "off", "hooks bypassed")
+    return [
+        Figure(
+            benchmark="telemetry",
+            figure="turn throughput per CPU-second, telemetry on (traces + metrics exported)",
+            value=f"{on:.1f} turns/s",
+            baseline=f"{off:.1f} turns/s (telemetry off)",
+            ratio=on_off,
+            target=">= 0.95",
+            met=on_off >= 0.95,
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="turn throughput per CPU-second, telemetry off",
+            value=f"{off:.1f} turns/s",
+            baseline=f"{before:.1f} turns/s (hooks bypassed)",
+            ratio=off_before,
+            target=">= 0.99",
+            met=off_before >= 0.99,
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="  wall-clock turn throughput, on (median)",
+            value=f"{statistics.median(result.wall['on']):.1f} turns/s",
+            baseline=f"{statistics.median(result.wall['off']):.1f} turns/s (off)",
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="exported while on (OTLP posts, metrics page)",
+            value=f"{result.spans_posts} posts",
+            baseline=f"{result.scraped_bytes:,} bytes scraped",
+        ),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Measure and print the table (or, with ``--json``, the figures as JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sessions", type=int, default=4, help="sessions running turns at once")
+    parser.add_argument("--turns", type=int, default=60, help="turns per session per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (each runs every configuration)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    args = parser.parse_args(argv)
+    result = measure(args.sessions, args.turns, args.rounds)
+    rows = figures(result)
+    print(msgspec.json.encode(rows).decode() if args.json else format_table(rows))
+    if not args.json:
+        for config, rates in result.rounds.items():
+            print(f"{config}: " + ", ".join(f"{rate:.1f}" for rate in rates) + " turns per CPU-second")
+
+
+if __name__ == "__main__":
+    main()

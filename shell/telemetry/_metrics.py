@@ -1,0 +1,148 @@
+"""The host's instruments on an OpenTelemetry meter: what is counted and measured, with bounded labels.
+
+Names follow OpenTelemetry's style (dots, units in ``unit``); the Prometheus reader turns them into
+``turnkeep_turns_total``, ``turnkeep_turn_duration_seconds`` and so on. Labels never hold ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from sampler.gate import GateSnapshot
+
+from ..usage import TokenUsage
+
+__all__ = ["HostReadings", "Instruments"]
+
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+@dataclass(frozen=True, slots=True)
+class HostReadings:
+    """Where the gauges read the host's state, at collection time: ``sessions`` gives (active,
+    passivated); ``gate`` the provider gate's snapshot, None when the host has no gate or it did not
+    answer in time."""
+
+    sessions: Callable[[], tuple[int, int]]
+    gate: Callable[[], GateSnapshot | None]
+
+
+class Instruments:
+    """Every counter, histogram and gauge the host reports, created once on ``meter``."""
+
+    def __init__(self, meter: Meter, readings: HostReadings | None = None) -> None:
+        self.turns = meter.create_counter("turnkeep.turns", description="Turns ended, by outcome and kind")
+        self.turn_duration = meter.create_histogram(
+            "turnkeep.turn.duration",
+            unit="s",
+            description="Turn duration",
+            explicit_bucket_boundaries_advisory=_SECONDS,
+        )
+        self.model_calls = meter.create_counter(
+            "turnkeep.model_calls", description="Model calls ended, by model and outcome"
+        )
+        self.model_latency = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="Model call duration, retries included",
+            explicit_bucket_boundaries_advisory=_SECONDS,
+        )
+        self.first_token = meter.create_histogram(
+            "turnkeep.model_call.time_to_first_token",
+            unit="s",
+            description="Time from sending a model call to its first streamed text",
+            explicit_bucket_boundaries_advisory=_SECONDS,
+        )
+        self.retries = meter.create_counter(
+            "turnkeep.retries", description="Model call retries, by error kind"
+        )
+        self.tokens = meter.create_counter(
+            "turnkeep.tokens",
+            unit="{token}",
+            description="Tokens reported by the provider, by direction and model",
+        )
+        self.tool_calls = meter.create_counter(
+            "turnkeep.tool_calls", description="Tool calls ended, by tool and outcome"
+        )
+        self.tool_duration = meter.create_histogram(
+            "turnkeep.tool_call.duration",
+            unit="s",
+            description="Tool call duration",
+            explicit_bucket_boundaries_advisory=_SECONDS,
+        )
+        self.compactions = meter.create_counter(
+            "turnkeep.compactions", description="Compactions, by reason and result"
+        )
+        self.gate_waits = meter.create_counter(
+            "turnkeep.gate.queued", description="Model calls reported waiting at the provider gate, by reason"
+        )
+        self.restarts = meter.create_counter(
+            "turnkeep.actor.restarts", description="Actor restarts, by actor kind"
+        )
+        self.crashes = meter.create_counter(
+            "turnkeep.actor.crashes", description="Actor crashes, by actor kind"
+        )
+        self.escalations = meter.create_counter(
+            "turnkeep.supervisor.escalations", description="Supervisors that gave up, by actor kind"
+        )
+        self.dead_letters = meter.create_counter(
+            "turnkeep.dead_letters", description="Messages not handled, by the kind of actor they were for"
+        )
+        if readings is not None:
+            self._observe_host(meter, readings)
+
+    def count_tokens(self, tokens: TokenUsage, model: str) -> None:
+        """Add one call's reported tokens: input (cached included), output, and the cached and reasoning
+        parts apart."""
+        for direction, value in (
+            ("input", tokens.input_tokens),
+            ("output", tokens.output_tokens),
+            ("cached_input", tokens.cached_tokens),
+            ("reasoning", tokens.reasoning_tokens),
+        ):
+            if value:
+                self.tokens.add(value, {"direction": direction, "model": model})
+
+    def _observe_host(self, meter: Meter, readings: HostReadings) -> None:
+        def sessions(options: CallbackOptions) -> Iterable[Observation]:
+            active, passivated = readings.sessions()
+            return [
+                Observation(active, {"state": "active"}),
+                Observation(passivated, {"state": "passivated"}),
+            ]
+
+        def gate_queue(options: CallbackOptions) -> Iterable[Observation]:
+            snapshot = readings.gate()
+            if snapshot is None:
+                return []
+            waiting = [Observation(n, {"priority": str(p)}) for p, n in sorted(snapshot.waiting.items())]
+            return waiting or [Observation(0, {"priority": "0"})]
+
+        def gate_in_flight(options: CallbackOptions) -> Iterable[Observation]:
+            snapshot = readings.gate()
+            return [] if snapshot is None else [Observation(snapshot.in_flight)]
+
+        def gate_cool_down(options: CallbackOptions) -> Iterable[Observation]:
+            snapshot = readings.gate()
+            return [] if snapshot is None else [Observation(snapshot.cool_down)]
+
+        meter.create_observable_gauge("turnkeep.sessions", [sessions], description="Open sessions, by state")
+        meter.create_observable_gauge(
+            "turnkeep.gate.waiting",
+            [gate_queue],
+            description="Model calls waiting at the provider gate, by priority",
+        )
+        meter.create_observable_gauge(
+            "turnkeep.gate.in_flight",
+            [gate_in_flight],
+            description="Model calls the provider gate let through",
+        )
+        meter.create_observable_gauge(
+            "turnkeep.gate.cool_down",
+            [gate_cool_down],
+            unit="s",
+            description="Seconds left of the gate's cool-down",
+        )

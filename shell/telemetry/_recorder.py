@@ -1,0 +1,349 @@
+"""Spans and measurements of turns, made from what each turn is told and decides.
+
+The SessionActor hands every input it feeds its turn machine, with the actions the machine returned, to
+:meth:`TurnRecorder.observe`. The recorder keeps the open spans of each turn keyed by session, turn and
+request id, in the host rather than in any actor, so they outlive a crashed sampler or a restarted
+SessionActor: the model call in flight is ended with an error status, and the call the turn sends again
+opens a new child of the same turn span — one trace per turn whatever was restarted. Threads do not
+carry the trace context; every child is opened with its turn span as explicit parent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from sampler import Cancelled, Completed, Delta, Failed, ProjectionFallback, Queued, Retrying
+
+from .. import events as ev
+from .. import turn as tm
+from .._secrets import redact
+from ..usage import TokenUsage
+from ._metrics import Instruments
+
+__all__ = ["TurnRecorder"]
+
+_CONTENT_LIMIT = 16_384
+"""The most characters of prompt or completion text put on a span (with ``record_content``)."""
+
+
+@dataclass
+class _Call:
+    span: Span
+    started: float
+    model: str
+    first_token: float | None = None
+
+
+@dataclass
+class _Tool:
+    span: Span
+    started: float
+
+
+@dataclass
+class _Turn:
+    span: Span
+    started: float
+    calls: dict[str, _Call] = field(default_factory=dict)
+    tools: dict[str, _Tool] = field(default_factory=dict)
+    compaction: Span | None = None
+
+
+class TurnRecorder:
+    """Turns observed turns into spans on ``tracer`` and measurements on ``instruments``. Thread-safe:
+    sessions call it from their own threads."""
+
+    def __init__(
+        self, tracer: Tracer, instruments: Instruments, *, provider: str, record_content: bool = False
+    ) -> None:
+        self._tracer = tracer
+        self._metrics = instruments
+        self._provider = provider
+        self._content = record_content
+        self._lock = threading.Lock()
+        self._turns: dict[tuple[str, int], _Turn] = {}
+
+    def observe(self, session_id: str, number: int, message: object, actions: list[Any]) -> None:
+        """Record what ``message`` told turn ``number`` of the session and what it decided."""
+        key = (session_id, number)
+        with self._lock:
+            turn = self._turns.get(key)
+            if turn is None:
+                if not isinstance(message, tm.Begin):
+                    return  # a turn begun before telemetry was on, or already ended
+                turn = self._turns[key] = self._begin(session_id, number, message)
+            self._told(turn, message)
+            for action in actions:
+                self._decided(turn, message, action)
+                if isinstance(action, tm.Finish):
+                    del self._turns[key]
+                    self._end(turn, action.event)
+
+    def open_turns(self) -> int:
+        """Turns with a span still open."""
+        with self._lock:
+            return len(self._turns)
+
+    def close(self, why: str) -> None:
+        """End every open span with an error status saying ``why`` (the host is stopping)."""
+        with self._lock:
+            turns, self._turns = list(self._turns.values()), {}
+        for turn in turns:
+            self._abandon(turn, why)
+            turn.span.set_attribute("error.type", "abandoned")
+            turn.span.set_status(Status(StatusCode.ERROR, why))
+            turn.span.end()
+
+    # -- what the turn was told ------------------------------------------------------------------------
+
+    def _begin(self, session_id: str, number: int, message: tm.Begin) -> _Turn:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "turnkeep",
+            "gen_ai.conversation.id": session_id,
+            "gen_ai.provider.name": self._provider,
+            "turnkeep.turn": number,
+        }
+        if self._content:
+            attributes["turnkeep.prompt"] = _content(message.prompt.text)
+        span = self._tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
+        return _Turn(span, time.perf_counter())
+
+    def _told(self, turn: _Turn, message: object) -> None:
+        match message:
+            case Delta(request_id=request_id):
+                call = turn.calls.get(request_id)
+                if call is not None and call.first_token is None:
+                    call.first_token = time.perf_counter()
+                    self._metrics.first_token.record(call.first_token - call.started, {"model": call.model})
+            case Queued(request_id=request_id, place=place, reason=reason, expected_wait=wait):
+                self._event(
+                    turn, request_id, "gate.queued", {"place": place, "reason": reason, "expected_wait": wait}
+                )
+                self._metrics.gate_waits.add(1, {"reason": reason})
+            case Retrying() as retry:
+                attributes = {
+                    "attempt": retry.attempt,
+                    "max_attempts": retry.max_attempts,
+                    "delay": retry.delay,
+                    "error.type": str(retry.kind),
+                    "status": retry.status,
+                    "discard_partial": retry.discard_partial,
+                }
+                self._event(turn, retry.request_id, "retry", attributes)
+                self._metrics.retries.add(1, {"kind": str(retry.kind)})
+                self._count_usage(turn, retry.request_id, retry.usage)
+            case ProjectionFallback() as fallback:
+                attributes = {"projection": str(fallback.projection), "error.type": str(fallback.kind)}
+                self._event(turn, fallback.request_id, "projection_fallback", attributes)
+                self._count_usage(turn, fallback.request_id, fallback.usage)
+            case Completed() | Failed() | Cancelled():
+                self._call_ended(turn, message)
+            case tm.SiblingDown(sibling=sibling, error=error):
+                turn.span.add_event("sibling_down", {"sibling": str(sibling), "error": _content(error)})
+            case tm.Restarted():
+                turn.span.add_event("session_restarted")
+
+    def _event(self, turn: _Turn, request_id: str, name: str, attributes: dict[str, Any]) -> None:
+        call = turn.calls.get(request_id)
+        target = call.span if call is not None else turn.span
+        target.add_event(name, {key: value for key, value in attributes.items() if value is not None})
+
+    def _count_usage(self, turn: _Turn, request_id: str, usage: Any) -> None:
+        call = turn.calls.get(request_id)
+        if usage is not None and call is not None:
+            self._metrics.count_tokens(TokenUsage().add(usage), call.model)
+
+    def _call_ended(self, turn: _Turn, outcome: Completed | Failed | Cancelled) -> None:
+        call = turn.calls.pop(outcome.request_id, None)
+        if call is None:
+            return
+        span = call.span
+        usage = outcome.usage
+        if usage is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+            if usage.reasoning_tokens:
+                span.set_attribute("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens)
+            self._metrics.count_tokens(TokenUsage().add(usage), call.model)
+        span.set_attribute("turnkeep.attempts", outcome.attempts)
+        if isinstance(outcome, Completed):
+            span.set_attribute("gen_ai.response.finish_reasons", [str(outcome.finish_reason)])
+            if outcome.response_model:
+                span.set_attribute("gen_ai.response.model", outcome.response_model)
+            if outcome.projections:
+                span.set_attribute("turnkeep.projections", [str(p) for p in outcome.projections])
+            if self._content:
+                span.set_attribute("turnkeep.completion", _content(outcome.message.text))
+            self._end_call(call, "completed", None)
+        elif isinstance(outcome, Failed):
+            self._end_call(call, "failed", str(outcome.error.kind), outcome.error.message)
+        else:
+            self._end_call(call, "cancelled", "cancelled")
+
+    def _end_call(self, call: _Call, outcome: str, error: str | None, message: str = "") -> None:
+        seconds = time.perf_counter() - call.started
+        labels = {"gen_ai.operation.name": "chat", "gen_ai.request.model": call.model}
+        if error is not None:
+            labels["error.type"] = error
+            call.span.set_attribute("error.type", error)
+            call.span.set_status(Status(StatusCode.ERROR, _content(message or error)))
+        self._metrics.model_latency.record(seconds, labels)
+        self._metrics.model_calls.add(1, {"model": call.model, "outcome": outcome})
+        call.span.end()
+
+    # -- what the turn decided -------------------------------------------------------------------------
+
+    def _decided(self, turn: _Turn, message: object, action: object) -> None:
+        match action:
+            case tm.SendSample(request_id=request_id, memory_key=memory_key, request=request):
+                self._send(turn, request_id, memory_key.endswith(":compaction"), request)
+            case tm.StopSample(request_id=request_id):
+                call = turn.calls.pop(request_id, None)
+                if call is not None:  # no outcome will come: the sampler lost it, or the turn gave up
+                    lost = isinstance(message, tm.SiblingDown | tm.Restarted | tm.StepChecked)
+                    error = "step_lost" if lost else "cancelled"
+                    self._end_call(
+                        call, "lost" if lost else "cancelled", error, f"the model call was {error}"
+                    )
+            case tm.Emit(event=event):
+                self._emitted(turn, event)
+
+    def _send(self, turn: _Turn, request_id: str, compaction: bool, request: Any) -> None:
+        model = str(request.model)
+        parent = turn.compaction if compaction and turn.compaction is not None else turn.span
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self._provider,
+            "gen_ai.request.model": model,
+            "turnkeep.request_id": request_id,
+            "turnkeep.compaction": compaction,
+        }
+        for name, value in (
+            ("gen_ai.request.max_tokens", request.max_tokens),
+            ("gen_ai.request.temperature", request.temperature),
+            ("gen_ai.request.top_p", request.top_p),
+        ):
+            if value is not None:
+                attributes[name] = value
+        if self._content:
+            attributes["gen_ai.input.messages"] = _content(msgspec.json.encode(request.messages).decode())
+        span = self._tracer.start_span(
+            f"chat {model}",
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        turn.calls[request_id] = _Call(span, time.perf_counter(), model)
+
+    def _emitted(self, turn: _Turn, event: object) -> None:
+        match event:
+            case ev.ToolCallStarted(call_id=call_id, tool=tool, arguments=arguments):
+                attributes: dict[str, Any] = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool,
+                    "gen_ai.tool.call.id": call_id,
+                }
+                if self._content:
+                    attributes["gen_ai.tool.call.arguments"] = _content(arguments)
+                span = self._tracer.start_span(
+                    f"execute_tool {tool}",
+                    context=trace.set_span_in_context(turn.span),
+                    attributes=attributes,
+                )
+                turn.tools[call_id] = _Tool(span, time.perf_counter())
+            case ev.ToolCallFinished(call_id=call_id, tool=tool, is_error=is_error, status=status):
+                running = turn.tools.pop(call_id, None)
+                if running is None:
+                    return
+                running.span.set_attribute("turnkeep.tool.status", status)
+                if is_error:
+                    running.span.set_attribute("error.type", status)
+                    running.span.set_status(Status(StatusCode.ERROR, status))
+                running.span.end()
+                self._metrics.tool_calls.add(1, {"tool": tool, "outcome": status})
+                self._metrics.tool_duration.record(time.perf_counter() - running.started, {"tool": tool})
+            case ev.CompactionStarted(reason=reason, estimated_tokens=estimated, window=window):
+                attributes = {"turnkeep.compaction.reason": reason, "turnkeep.estimated_tokens": estimated}
+                attributes["turnkeep.window"] = window
+                turn.compaction = self._tracer.start_span(
+                    "compaction", context=trace.set_span_in_context(turn.span), attributes=attributes
+                )
+            case ev.CompactionFinished() as finished:
+                compaction, turn.compaction = turn.compaction, None
+                self._metrics.compactions.add(1, {"ok": str(finished.ok).lower()})
+                if compaction is None:
+                    return
+                compaction.set_attribute("turnkeep.compaction.replaced", finished.replaced)
+                compaction.set_attribute("turnkeep.tokens_before", finished.tokens_before)
+                compaction.set_attribute("turnkeep.tokens_after", finished.tokens_after)
+                if not finished.ok:
+                    compaction.set_status(Status(StatusCode.ERROR, _content(finished.message)))
+                compaction.end()
+            case ev.AuthRefreshed(attempt=attempt):
+                turn.span.add_event("auth_refreshed", {"attempt": attempt})
+            case ev.DoomLoopWarning(reason=reason):
+                turn.span.add_event("doom_loop_warning", {"reason": _content(reason)})
+
+    def _end(self, turn: _Turn, event: tm.TurnEnd) -> None:
+        outcome, kind = _outcome(event)
+        self._abandon(turn, f"the turn ended ({outcome})")
+        span = turn.span
+        usage = event.usage
+        total = usage.total
+        span.set_attribute("turnkeep.outcome", outcome)
+        span.set_attribute("gen_ai.usage.input_tokens", total.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", total.output_tokens)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", total.cached_tokens)
+        span.set_attribute("turnkeep.usage.compaction.input_tokens", usage.compaction.input_tokens)
+        if usage.cost is not None:
+            span.set_attribute("turnkeep.cost", usage.cost)
+        if isinstance(event, ev.TurnFailed):
+            span.set_attribute("error.type", event.kind)
+            span.set_status(Status(StatusCode.ERROR, _content(event.message)))
+        elif isinstance(event, ev.TurnCancelled):
+            span.set_attribute("turnkeep.cancel_reason", event.reason)
+            if event.reason != "user_cancelled":
+                span.set_attribute("error.type", event.reason)
+                span.set_status(Status(StatusCode.ERROR, f"the turn was cancelled ({event.reason})"))
+        elif self._content:
+            span.set_attribute("turnkeep.completion", _content(event.text))
+        span.end()
+        self._metrics.turns.add(1, {"outcome": outcome, "kind": kind})
+        self._metrics.turn_duration.record(time.perf_counter() - turn.started, {"outcome": outcome})
+
+    def _abandon(self, turn: _Turn, why: str) -> None:
+        """End the turn's children still open (their end will never be seen) with an error status."""
+        for call in turn.calls.values():
+            self._end_call(call, "abandoned", "abandoned", why)
+        turn.calls.clear()
+        for running in turn.tools.values():
+            running.span.set_attribute("error.type", "abandoned")
+            running.span.set_status(Status(StatusCode.ERROR, why))
+            running.span.end()
+        turn.tools.clear()
+        if turn.compaction is not None:
+            turn.compaction.set_status(Status(StatusCode.ERROR, why))
+            turn.compaction.end()
+            turn.compaction = None
+
+
+def _outcome(event: tm.TurnEnd) -> tuple[str, str]:
+    if isinstance(event, ev.TurnCompleted):
+        return "completed", "completed"
+    if isinstance(event, ev.TurnFailed):
+        return "failed", event.kind
+    return "cancelled", event.reason
+
+
+def _content(text: str) -> str:
+    """``text`` as it may go on a span: secrets redacted, cut to a bounded length."""
+    return redact(text[:_CONTENT_LIMIT])

@@ -1,0 +1,160 @@
+"""Starting and stopping a host's telemetry: the tracer and meter providers, their exporters, the scrape
+endpoint, and the hooks into the actor system."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from prometheus_client import CollectorRegistry, start_http_server
+
+from actors.messages import DeadLetter
+
+from .._telemetry_settings import TelemetrySettings
+from ._kinds import actor_kind
+from ._metrics import HostReadings, Instruments
+from ._recorder import TurnRecorder
+
+__all__ = ["Telemetry", "TelemetryError", "start_telemetry"]
+
+logger = logging.getLogger("turnkeep.telemetry")
+
+_OTLP_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+_TRACES_PATH = "/v1/traces"
+
+
+class TelemetryError(RuntimeError):
+    """Telemetry could not be started: the Prometheus port could not be bound (the message says which)."""
+
+
+class Telemetry:
+    """A host's telemetry, running: hand :meth:`observe` every turn observation and :meth:`supervision`
+    every supervision fact; :meth:`shutdown` ends the open spans with an error status, flushes the
+    exporters and closes the scrape endpoint."""
+
+    def __init__(
+        self,
+        recorder: TurnRecorder,
+        instruments: Instruments,
+        tracer_provider: TracerProvider,
+        meter_provider: MeterProvider,
+        server: Any | None,
+    ) -> None:
+        self.recorder = recorder
+        self.instruments = instruments
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self._server = server
+        self._stopped = False
+
+    @property
+    def prometheus_address(self) -> tuple[str, int] | None:
+        """Where the metrics are served in Prometheus text format (``/metrics``), or None."""
+        if self._server is None:
+            return None
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def observe(self, session_id: str, number: int, message: object, actions: list[Any]) -> None:
+        """See :meth:`TurnRecorder.observe`; a failure is logged, never raised into the session."""
+        try:
+            self.recorder.observe(session_id, number, message, actions)
+        except Exception:
+            logger.exception("telemetry: recording turn %s of session %s failed", number, session_id)
+
+    def supervision(self, fact: str, address: str) -> None:
+        """Count a supervision fact (``restart``, ``escalation``, ``crash``) of the actor at ``address``."""
+        labels = {"actor_kind": actor_kind(address)}
+        if fact == "restart":
+            self.instruments.restarts.add(1, labels)
+        elif fact == "escalation":
+            self.instruments.escalations.add(1, labels)
+        elif fact == "crash":
+            self.instruments.crashes.add(1, labels)
+
+    def dead_letter(self, letter: DeadLetter) -> None:
+        """Count a message that was not handled, by the kind of actor it was for."""
+        self.instruments.dead_letters.add(1, {"actor_kind": actor_kind(letter.address)})
+
+    def shutdown(self) -> None:
+        """End what is open, export what is left, stop serving metrics. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.recorder.close("the host stopped while the turn ran")
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def start_telemetry(
+    settings: TelemetrySettings,
+    *,
+    provider: str,
+    readings: HostReadings | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_readers: Sequence[MetricReader] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Telemetry:
+    """Start telemetry as ``settings`` say, for a host whose model provider is ``provider``.
+
+    Spans go to ``span_exporter`` when given (synchronously, for tests), else over OTLP/HTTP in batches
+    to ``settings.otlp_endpoint`` or the ``OTEL_EXPORTER_OTLP_ENDPOINT`` of ``environ`` (no export when
+    neither is set). Metrics are read by ``metric_readers`` and, with a ``prometheus_port``, served in
+    Prometheus text format. Raises :class:`TelemetryError` when that port cannot be bound.
+    """
+    env = os.environ if environ is None else environ
+    resource = Resource.create({"service.name": settings.service_name})
+    sampler = ParentBased(TraceIdRatioBased(settings.sampling))
+    tracer_provider = TracerProvider(resource=resource, sampler=sampler)
+    if span_exporter is not None:
+        tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+    else:
+        exporter = _otlp_exporter(settings, env)
+        if exporter is not None:
+            tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+    readers = list(metric_readers)
+    registry: CollectorRegistry | None = None
+    if settings.prometheus_port is not None:
+        registry = CollectorRegistry(auto_describe=True)
+        readers.append(PrometheusMetricReader(registry=registry))
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    server = None
+    if registry is not None:
+        try:
+            server, _ = start_http_server(settings.prometheus_port or 0, settings.prometheus_host, registry)
+        except OSError as error:
+            tracer_provider.shutdown()
+            meter_provider.shutdown()
+            where = f"{settings.prometheus_host}:{settings.prometheus_port}"
+            raise TelemetryError(f"cannot serve metrics on {where}: {error}") from error
+    instruments = Instruments(meter_provider.get_meter("turnkeep"), readings)
+    recorder = TurnRecorder(
+        tracer_provider.get_tracer("turnkeep"),
+        instruments,
+        provider=provider,
+        record_content=settings.record_content,
+    )
+    return Telemetry(recorder, instruments, tracer_provider, meter_provider, server)
+
+
+def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OTLPSpanExporter | None:
+    endpoint = settings.otlp_endpoint or env.get(_OTLP_ENV, "").strip() or None
+    if endpoint is None:
+        return None
+    endpoint = endpoint.rstrip("/")
+    if not endpoint.endswith(_TRACES_PATH):
+        endpoint += _TRACES_PATH
+    return OTLPSpanExporter(endpoint=endpoint, timeout=10)
