@@ -75,22 +75,30 @@ def drive(url: str, session: str, stop: threading.Event, ends: list[int]) -> Non
                         break
 
 
-def slow_reader(url: str, session: str, stop: threading.Event, seen: list[str]) -> None:
+def slow_reader(url: str, session: str, stop: threading.Event, seen: list[str], cut: list[int]) -> None:
     """One event per second until ``stop``, then as fast as it can until told to end (``seen`` gets the
-    ids of the terminal events)."""
-    with (
-        httpx.Client(base_url=url, headers=HEADERS, timeout=120) as client,
-        connect_sse(client, "GET", f"/v1/sessions/{session}/events", params={"after": 0}) as source,
-    ):
-        for sse in source.iter_sse():
-            if sse.event in TERMINAL:
-                seen.append(sse.id)
-            if sse.event == "drained":
-                return
-            if not stop.is_set():
-                time.sleep(1.0)
-            elif len(seen) >= needed[0]:
-                return
+    ids of the terminal events). Cut off by the server for falling behind, it reconnects after the last id
+    it read, as any event-stream client does (``cut`` counts the reconnections)."""
+    last = "0"
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=120) as client:
+        while True:
+            try:
+                with connect_sse(
+                    client, "GET", f"/v1/sessions/{session}/events", headers={"Last-Event-ID": last}
+                ) as source:
+                    for sse in source.iter_sse():
+                        if sse.id:
+                            last = sse.id
+                        if sse.event in TERMINAL:
+                            seen.append(sse.id)
+                        if sse.event == "drained":
+                            return
+                        if not stop.is_set():
+                            time.sleep(1.0)
+                        elif len(seen) >= needed[0]:
+                            return
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                cut.append(1)
 
 
 needed = [1 << 30]
@@ -146,7 +154,8 @@ def main() -> None:
             time.sleep(options.warmup)
             baseline = rss_kib(process.pid)
             seen: list[str] = []
-            slow = threading.Thread(target=slow_reader, args=(url, "s0", stop_slow, seen), daemon=True)
+            cut: list[int] = []
+            slow = threading.Thread(target=slow_reader, args=(url, "s0", stop_slow, seen, cut), daemon=True)
             if not options.no_slow_reader:
                 slow.start()
             peak = baseline
@@ -185,6 +194,7 @@ def main() -> None:
         "slow_reader_terminal_events": len(seen),
         "stored_terminal_events": len(stored_ends),
         "every_terminal_event_received": seen == stored_ends,
+        "slow_reader_reconnections": len(cut),
         "met": growth_mb < TARGET_MB and seen == stored_ends,
     }))  # fmt: skip
 

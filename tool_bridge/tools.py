@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-import functools
 import dataclasses
 import enum
+import functools
 import inspect
 import logging
 import re
