@@ -90,9 +90,20 @@ class PendingPermission(msgspec.Struct, frozen=True):
     reason: str
 
 
+class SessionUsage(msgspec.Struct, frozen=True):
+    """The tokens a session's ended turns consumed, their compactions' summaries included, as the provider
+    reported them; ``cost`` when the model has a price in ``[pricing]``."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+    cost: float | None
+
+
 class SessionView(msgspec.Struct, frozen=True):
     """A session as the store and the host know it. ``turns`` is the last turn begun; ``active`` says
-    whether its actors run now (not passivated); ``usage`` is null: providers' token usage is not kept."""
+    whether its actors run now (not passivated); ``usage`` sums its ended turns (null before the first)."""
 
     id: str
     workspace: str
@@ -104,7 +115,7 @@ class SessionView(msgspec.Struct, frozen=True):
     updated_at: float
     learned_window: int | None
     pending_permissions: list[PendingPermission]
-    usage: dict[str, int] | None = None
+    usage: SessionUsage | None = None
 
 
 class SessionList(msgspec.Struct, frozen=True):

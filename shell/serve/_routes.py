@@ -13,7 +13,8 @@ from starlette.routing import Route
 from ..host import HostError
 from ..messages import Cancel, PermissionDecision, UserPrompt
 from ..session_path import SessionPath
-from ..store import SessionExists, SessionNotFound, SessionRecord
+from ..store import SessionExists, SessionNotFound, SessionRecord, TurnUsageRecord
+from ..usage import TokenUsage
 from . import _api as api
 from ._context import ServeContext, json_response, read_body
 from ._firehose import firehose, firehose_start
@@ -45,7 +46,28 @@ def _open_record(ctx: ServeContext, session_id: str) -> SessionRecord:
     return record
 
 
-def _view(ctx: ServeContext, record: SessionRecord, active: set[str]) -> api.SessionView:
+def _usage(records: list[TurnUsageRecord]) -> api.SessionUsage | None:
+    if not records:
+        return None
+    total = sum((r.usage.total for r in records), TokenUsage())
+    costs = [r.usage.cost for r in records if r.usage.cost is not None]
+    return api.SessionUsage(
+        total.input_tokens,
+        total.output_tokens,
+        total.cached_tokens,
+        total.reasoning_tokens,
+        sum(costs) if costs else None,
+    )
+
+
+def _view(
+    ctx: ServeContext,
+    record: SessionRecord,
+    active: set[str],
+    usage: list[TurnUsageRecord] | None = None,
+) -> api.SessionView:
+    if usage is None:
+        usage = ctx.host.store.turn_usage(record.id)
     return api.SessionView(
         id=record.id,
         workspace=record.workspace,
@@ -57,6 +79,7 @@ def _view(ctx: ServeContext, record: SessionRecord, active: set[str]) -> api.Ses
         updated_at=record.updated_at,
         learned_window=record.learned_window,
         pending_permissions=ctx.taps.pending(record.id),
+        usage=_usage(usage),
     )
 
 
@@ -102,7 +125,9 @@ def api_routes(ctx: ServeContext) -> list[Route]:
     async def list_sessions(request: Request) -> Response:
         def listing() -> api.SessionList:
             active = set(ctx.host.active())
-            return api.SessionList([_view(ctx, r, active) for r in ctx.host.list_sessions()])
+            usage = ctx.host.store.usage_by_session()
+            sessions = ctx.host.list_sessions()
+            return api.SessionList([_view(ctx, r, active, usage.get(r.id, [])) for r in sessions])
 
         return json_response(await _blocking(listing))
 

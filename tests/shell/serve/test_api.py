@@ -58,6 +58,11 @@ def test_a_prompt_is_accepted_with_its_turn_number_and_runs_in_the_host(provider
         assert wait_until(lambda: len(decode(client.get("/v1/sessions/s1/history"))["messages"]) == 4, 10)
         messages = decode(client.get("/v1/sessions/s1/history"))["messages"]
         assert [m["seq"] for m in messages] == [1, 2, 3, 4]
+        assert wait_until(lambda: decode(client.get("/v1/sessions/s1"))["status"] == "idle", 10)
+        usage = decode(client.get("/v1/sessions/s1"))["usage"]
+        assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0 and usage["cost"] is None
+        (listed,) = decode(client.get("/v1/sessions"))["sessions"]
+        assert listed["usage"] == usage
         assert messages[1]["message"]["text"] == "echo: hello"
         assert messages[3]["message"]["text"] == "echo: again"
 
