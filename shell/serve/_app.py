@@ -82,6 +82,13 @@ def build_app(ctx: ServeContext) -> Starlette:
     async def healthz(request: Request) -> Response:
         return json_response(api.Health())
 
+    async def metrics(request: Request) -> Response:
+        telemetry = ctx.host.telemetry
+        if telemetry is None:
+            raise api.ApiError(404, "not_found", "metrics are served when [telemetry] enabled = true")
+        text = await trio.to_thread.run_sync(telemetry.prometheus_text)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
     async def openapi(request: Request) -> Response:
         return json_response(openapi_document(_VERSION))
 
@@ -109,6 +116,7 @@ def build_app(ctx: ServeContext) -> Starlette:
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/supervision", supervise, methods=["GET"]),
         *api_routes(ctx),
         *(_static(name, media) for name, media in _STATIC.values()),

@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from actors.messages import DeadLetter
 
@@ -49,12 +49,14 @@ class Telemetry:
         tracer_provider: TracerProvider,
         meter_provider: MeterProvider,
         server: Any | None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.recorder = recorder
         self.instruments = instruments
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self._server = server
+        self._registry = registry
         self._stopped = False
 
     @property
@@ -64,6 +66,11 @@ class Telemetry:
             return None
         host, port = self._server.server_address[:2]
         return str(host), int(port)
+
+    def prometheus_text(self) -> bytes:
+        """The metrics now, in Prometheus text format (what the scrape endpoint and ``turnkeep serve``'s
+        ``/metrics`` answer)."""
+        return b"" if self._registry is None else generate_latest(self._registry)
 
     def observe(self, session_id: str, number: int, message: object, actions: list[Any]) -> None:
         """See :meth:`TurnRecorder.observe`; a failure is logged, never raised into the session."""
@@ -126,13 +133,12 @@ def start_telemetry(
         if exporter is not None:
             tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
     readers = list(metric_readers)
-    registry: CollectorRegistry | None = None
-    if settings.prometheus_port is not None:
-        registry = CollectorRegistry(auto_describe=True)
-        readers.append(PrometheusMetricReader(registry=registry))
+    # Always readable in Prometheus text (turnkeep serve's /metrics); served on a port of its own on request.
+    registry = CollectorRegistry(auto_describe=True)
+    readers.append(PrometheusMetricReader(registry=registry))
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     server = None
-    if registry is not None:
+    if settings.prometheus_port is not None:
         try:
             server, _ = start_http_server(settings.prometheus_port or 0, settings.prometheus_host, registry)
         except OSError as error:
@@ -147,7 +153,7 @@ def start_telemetry(
         provider=provider,
         record_content=settings.record_content,
     )
-    return Telemetry(recorder, instruments, tracer_provider, meter_provider, server)
+    return Telemetry(recorder, instruments, tracer_provider, meter_provider, server, registry)
 
 
 def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OTLPSpanExporter | None:

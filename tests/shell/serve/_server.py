@@ -45,13 +45,15 @@ def running(
     *,
     serve: ServeSettings | None = None,
     permissions: Callable[[], PermissionPolicy] | None = None,
+    env: dict[str, str] | None = None,
     **host_options: Any,
 ) -> Iterator[tuple[RunningServer, httpx.Client]]:
-    """A host and its server on a free port, and a client that sends the token; both closed after."""
+    """A host (with the settings ``env`` adds) and its server on a free port, and a client that sends the
+    token; both closed after."""
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
     policy = permissions or ask_for()
-    host = AgentHost(settings_for(provider, tmp_path), permissions=policy, **host_options)
+    host = AgentHost(settings_for(provider, tmp_path, **(env or {})), permissions=policy, **host_options)
     try:
         server = start_server(host, serve or ServeSettings(port=0), token=TOKEN, workspace_root=root)
         try:

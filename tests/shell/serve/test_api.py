@@ -210,6 +210,20 @@ def test_a_background_session_is_opened_at_the_provider_gate_behind_interactive_
         assert opened is not None and opened.priority == 1
 
 
+def test_metrics_are_served_in_prometheus_text_when_telemetry_is_on(provider, tmp_path):
+    with running(provider, tmp_path, env={"TURNKEEP_TELEMETRY__ENABLED": "true"}) as (_server, client):
+        client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
+        client.post("/v1/sessions/s1/prompts", json={"text": "hello"})
+        assert wait_until(lambda: "turnkeep_turns" in client.get("/metrics").text, 10)
+        page = client.get("/metrics")
+        assert page.headers["content-type"].startswith("text/plain")
+        assert 'outcome="completed"' in page.text
+        assert client.get("/metrics", headers={"Authorization": ""}).status_code == 401
+    with running(provider, tmp_path) as (_server, client):
+        missing = client.get("/metrics")
+        assert missing.status_code == 404 and "telemetry" in decode(missing)["message"]
+
+
 def test_the_console_files_are_served(provider, tmp_path):
     with running(provider, tmp_path) as (_server, client):
         page = client.get("/", headers={"Authorization": ""})
