@@ -1,0 +1,211 @@
+"""An MCP server's tools as the bridge's tools: named ``SERVER__tool``, described by the server's JSON
+schema, checked by the same permission rules and ending in the same `ToolOutcome` discipline."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import trio
+
+from tool_bridge.mcp.handle import McpServerHandle
+from tool_bridge.results import ToolResultError
+from tool_bridge.tools import Tool, ToolContext, ToolError, ToolKind, ToolRegistry
+
+__all__ = ["McpArguments", "McpTool", "McpToolRegistry", "exposed_name", "mcp_tools"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_SEPARATOR = "__"
+
+
+def exposed_name(server: str, tool: str) -> str:
+    """The name the model sees for ``tool`` of ``server``: ``server__tool``, characters other than letters,
+    digits, ``_`` and ``-`` replaced by ``_``, cut to 64 characters."""
+    return (server + _SEPARATOR + _UNSAFE.sub("_", tool))[:64]
+
+
+class McpArguments(msgspec.Struct, frozen=True):
+    """The arguments of an MCP call, as the JSON object the model sent. Attribute access reads an argument
+    (``args.path``), so permission rules with argument patterns apply to MCP tools as to built-in ones."""
+
+    values: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class McpTool(Tool[McpArguments]):
+    """A tool of an MCP server. ``remote`` is its name on the server, ``schema`` its input schema (what the
+    model sees as ``parameters``). Arguments are decoded to a JSON object and validated against the schema
+    (a mismatch is ``invalid``, as for any tool); a call waits for the server to be ready (bounded by the
+    tool's timeout), and a result the server marks ``isError`` ends ``is_error``."""
+
+    remote: str = ""
+    schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parameters: dict[str, Any] = (
+            dict(self.schema) if self.schema.get("type") == "object" else {"type": "object"}
+        )
+        parameters.setdefault("properties", {})
+        object.__setattr__(self, "parameters", parameters)
+
+    def decode_arguments(self, arguments: str | bytes | Mapping[str, Any]) -> McpArguments | ToolResultError:
+        """The model's arguments as an `McpArguments`, or a `ToolResultError` saying what is wrong."""
+        if isinstance(arguments, Mapping):
+            values: object = dict(arguments)
+        else:
+            text = arguments.decode(errors="replace") if isinstance(arguments, bytes) else arguments
+            try:
+                values = json.loads(text) if text.strip() else {}
+            except ValueError as exc:
+                return ToolResultError(
+                    self.name, f"invalid arguments for `{self.name}`: not valid JSON ({exc})"
+                )
+        if not isinstance(values, dict):
+            return ToolResultError(self.name, f"invalid arguments for `{self.name}`: expected a JSON object")
+        problem = _schema_problem(self.parameters, values)
+        if problem:
+            return ToolResultError(self.name, f"invalid arguments for `{self.name}`: {problem}")
+        return McpArguments(values)
+
+
+def _schema_problem(schema: Mapping[str, Any], values: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    try:
+        validator_type = jsonschema.validators.validator_for(schema)
+        validator_type.check_schema(dict(schema))
+    except jsonschema.SchemaError:
+        return None
+    error = jsonschema.exceptions.best_match(validator_type(schema).iter_errors(values))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{error.message}" + (f" (at `{where}`)" if where else "")
+
+
+async def _call_when_ready(
+    handle: McpServerHandle, remote: str, args: McpArguments, context: ToolContext
+) -> str:
+    from tool_bridge.mcp._session import render_result
+
+    settings = handle.settings
+    connection = None
+    with trio.move_on_after(settings.startup_timeout * 2):
+        connection = await handle.ready_connection()
+    if connection is None:
+        raise ToolError(
+            f"the MCP server {handle.name} was not ready within {settings.startup_timeout * 2:g} s "
+            f"(it is {handle.state().status.value})"
+        )
+    result = await connection.call(remote, args.values)
+    text = render_result(result)
+    if result.is_error:
+        raise ToolError(text or f"the MCP tool {remote} of {handle.name} failed without a message")
+    return text
+
+
+def mcp_tools(handle: McpServerHandle) -> list[McpTool]:
+    """The tools ``handle``'s server lists now and its settings offer, as bridge tools."""
+    tools: list[McpTool] = []
+    seen: set[str] = set()
+    for remote in handle.remote_tools():
+        if not handle.settings.offers(remote.name):
+            continue
+        name = exposed_name(handle.name, remote.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        description = (
+            remote.description or ""
+        ).strip() or f"The tool {remote.name} of the MCP server {handle.name}."
+        tools.append(
+            McpTool(
+                name=name,
+                description=description,
+                args_type=McpArguments,
+                fn=functools.partial(_call_when_ready, handle, remote.name),
+                kind=ToolKind.ASYNC,
+                timeout=handle.settings.tool_timeout,
+                remote=remote.name,
+                schema=dict(remote.input_schema),
+            )
+        )
+    return tools
+
+
+class McpToolRegistry(ToolRegistry):
+    """The tools of ``base`` followed by those the servers of ``handles`` offer now; the MCP part follows
+    each server's tool list as it changes (a call to a tool no longer listed is ``invalid``)."""
+
+    def __init__(self, base: ToolRegistry, handles: Sequence[McpServerHandle]) -> None:
+        super().__init__(base)
+        self._handles = tuple(handles)
+        self._lock = threading.Lock()
+        self._mcp: dict[str, Tool[Any]] = {}
+        self._refresh()
+        for handle in self._handles:
+            handle.on_tools_changed(lambda _: self._refresh())
+
+    @property
+    def handles(self) -> tuple[McpServerHandle, ...]:
+        """The servers whose tools this registry offers."""
+        return self._handles
+
+    def _refresh(self) -> None:
+        tools: dict[str, Tool[Any]] = {}
+        for handle in self._handles:
+            for each in mcp_tools(handle):
+                if each.name not in self._tools:
+                    tools.setdefault(each.name, each)
+        with self._lock:
+            self._mcp = tools
+
+    def _all(self) -> dict[str, Tool[Any]]:
+        with self._lock:
+            return {**self._tools, **self._mcp}
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._all().get(name)
+
+    def names(self) -> list[str]:
+        return list(self._all())
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [each.spec() for each in self._all().values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._all()
+
+    def __iter__(self) -> Iterator[Tool[Any]]:
+        return iter(list(self._all().values()))
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def decode_call(
+        self, name: str, arguments: str | bytes | Mapping[str, Any]
+    ) -> tuple[Tool[Any], msgspec.Struct] | ToolResultError:
+        tools = self._all()
+        found = tools.get(name)
+        if found is None:
+            available = ", ".join(f"`{each}`" for each in tools) or "none"
+            return ToolResultError(name, f"unknown tool `{name}`; available tools: {available}")
+        decoded = found.decode_arguments(arguments)
+        if isinstance(decoded, ToolResultError):
+            return decoded
+        return found, decoded
