@@ -7,7 +7,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,29 +139,45 @@ async def serve(
         elif isinstance(message, Exception):
             logger.warning("MCP server %s: transport error: %s", name, message)
 
-    async with AsyncExitStack() as stack:
-        process: ServerProcess | None = None
-        try:
-            with trio.fail_after(settings.startup_timeout):
-                streams, process = await stack.enter_async_context(_transport(name, settings, cwd, env))
-                session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], message_handler=on_message)
-                )
-                tools = await _handshake(session, settings, process)
-        except Exception as exc:
-            raise McpStartError(_start_failure(name, settings, exc, process)) from None
-        async with trio.open_nursery() as nursery:
-            connection = Connection(name, settings, session, tools, process, nursery)
-            if process is not None:
-                nursery.start_soon(_follow_process, process, connection)
-            nursery.start_soon(_keep_pinging, connection)
-            nursery.start_soon(_refresh_tools, connection, changed_flag, on_tools)
-            on_ready(connection)
-            await connection.lost.wait()
-            nursery.cancel_scope.cancel()
-        if process is not None:
-            process.kill()
-        return connection.reason
+    started: list[ServerProcess | None] = []
+    served: list[Connection] = []
+    try:
+        async with _transport(name, settings, cwd, env) as (streams, process):
+            started.append(process)
+            async with ClientSession(streams[0], streams[1], message_handler=on_message) as session:
+                try:
+                    with trio.fail_after(settings.startup_timeout):
+                        tools = await _handshake(session, process)
+                except Exception as exc:
+                    raise McpStartError(_start_failure(name, settings, exc, process)) from None
+                async with trio.open_nursery() as nursery:
+                    connection = Connection(name, settings, session, tools, process, nursery)
+                    served.append(connection)
+                    if process is not None:
+                        nursery.start_soon(_follow_process, process, connection)
+                    nursery.start_soon(_keep_pinging, connection)
+                    nursery.start_soon(_refresh_tools, connection, changed_flag, on_tools)
+                    on_ready(connection)
+                    await connection.lost.wait()
+                    nursery.cancel_scope.cancel()
+                if process is not None:
+                    process.kill()
+    except Exception as exc:
+        failure = _unwrap(exc)
+        if served:
+            served[0].end(f"lost its connection: {type(failure).__name__}: {failure}")
+        elif isinstance(failure, McpStartError):
+            raise failure from None
+        else:
+            process = started[0] if started else None
+            raise McpStartError(_start_failure(name, settings, failure, process)) from None
+    return served[0].reason if served else "ended before it was ready"
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 @asynccontextmanager
@@ -196,9 +212,7 @@ async def _transport(
         yield streams, None
 
 
-async def _handshake(
-    session: ClientSession, settings: McpServerSettings, process: ServerProcess | None
-) -> tuple[mcp_types.Tool, ...]:
+async def _handshake(session: ClientSession, process: ServerProcess | None) -> tuple[mcp_types.Tool, ...]:
     async def attempt() -> tuple[mcp_types.Tool, ...]:
         await session.initialize()
         return await list_tools(session)
@@ -270,8 +284,7 @@ async def _refresh_tools(
 def _start_failure(
     name: str, settings: McpServerSettings, exc: BaseException, process: ServerProcess | None
 ) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = _unwrap(exc)
     if isinstance(exc, trio.TooSlowError):
         what = f"did not complete its handshake within {settings.startup_timeout:g} s"
     elif isinstance(exc, McpStartError):

@@ -32,6 +32,7 @@ _LOGGED_LINES = 200
 _LOGGED_LINE_CHARS = 500
 _TERMINATE_GRACE = 2.0
 _REAP_WAIT = 2.0
+_EXIT_AFTER_EOF = 1.0
 
 
 @dataclass(eq=False)
@@ -163,6 +164,9 @@ async def _read_stdout(
         pass
     finally:
         await out.aclose()
+    # Its exit code says more than the end of its stdout, and usually follows at once.
+    with trio.move_on_after(_EXIT_AFTER_EOF):
+        await server.ended.wait()
     server.end("closed its stdout")
 
 

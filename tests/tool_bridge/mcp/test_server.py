@@ -1,0 +1,43 @@
+"""An MCP server's tools called through the tool bridge: results, errors, and a server that dies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tool_bridge.conftest import call
+from tests.tool_bridge.mcp.conftest import MakeMcpRig, alive, fixture_settings, read_pid
+from tool_bridge import ToolStatus
+from tool_bridge.mcp import ServerStatus
+
+
+def test_a_tool_of_the_server_is_a_tool_named_server__tool(make_mcp_rig: MakeMcpRig) -> None:
+    mcp = make_mcp_rig(fixture_settings())
+    mcp.rig.run(call("c1", "fx__echo", text="hello"))
+    outcome = mcp.rig.finished().outcomes[0]
+    assert (outcome.status, outcome.content, outcome.is_error) == (ToolStatus.OK, "hello", False)
+
+
+def test_an_error_result_is_an_error_and_bad_arguments_are_invalid(make_mcp_rig: MakeMcpRig) -> None:
+    mcp = make_mcp_rig(fixture_settings())
+    mcp.rig.run(call("c1", "fx__fail", message="no such row"), call("c2", "fx__echo", txt="typo"))
+    failed, invalid = mcp.rig.finished().outcomes
+    assert failed.is_error and failed.status is ToolStatus.ERROR and "no such row" in failed.content
+    assert invalid.status is ToolStatus.INVALID and "'text' is a required property" in invalid.content
+
+
+def test_a_server_exiting_mid_call_ends_the_call_once_naming_it_and_comes_back(
+    make_mcp_rig: MakeMcpRig, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "server.pid"
+    mcp = make_mcp_rig(fixture_settings(pidfile))
+    first = read_pid(pidfile)
+    mcp.rig.run(call("c1", "fx__die", code=3))
+    outcome = mcp.rig.finished().outcomes[0]
+    assert outcome.is_error
+    assert outcome.content == "the MCP server fx exited (code 3) during the call; it is being restarted"
+    mcp.rig.run(call("c2", "fx__echo", text="again"), batch="b2")
+    assert mcp.rig.finished("b2", timeout=20).outcomes[0].content == "again"
+    assert read_pid(pidfile, other_than=first) != first
+    assert not alive(first)
+    state = mcp.handle.state()
+    assert (state.status, state.restarts) == (ServerStatus.READY, 1)
