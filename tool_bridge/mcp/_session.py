@@ -76,13 +76,15 @@ class Connection:
             await self.lost.wait()
             nursery.cancel_scope.cancel()
 
+        settled = False
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(run, nursery)
                 nursery.start_soon(watch, nursery)
-        except trio.Cancelled:
-            self.check_later()
-            raise
+            settled = True
+        finally:
+            if not settled:
+                self.check_later()
         ended = outcome[0] if outcome else None
         if isinstance(ended, mcp_types.CallToolResult):
             return ended
