@@ -24,7 +24,7 @@ from tool_bridge.mcp.errors import McpStartError, exited_message
 from tool_bridge.mcp.settings import McpServerSettings
 from tool_bridge.tools import ToolError
 
-__all__ = ["Connection", "render_result", "serve"]
+__all__ = ["Connection", "ServerGone", "render_result", "serve"]
 
 logger = logging.getLogger("turnkeep.tool_bridge.mcp")
 
@@ -58,6 +58,10 @@ class Connection:
         """Call ``tool``; raises `ToolError` naming the server when the conversation ends during the call.
         Cancelling it sends ``notifications/cancelled`` (the SDK's courtesy cancel) and has the server's
         responsiveness checked ``kill_after`` seconds later."""
+        if self.process is not None and self.process.process.poll() is not None:
+            # Dead before the request was written: the call never reached it.
+            self.end(self.process.reason or "exited")
+            raise ServerGone()
         outcome: list[mcp_types.CallToolResult | MCPError] = []
 
         async def run(nursery: trio.Nursery) -> None:
@@ -174,6 +178,10 @@ async def serve(
             process = started[0] if started else None
             raise McpStartError(_start_failure(name, settings, failure, process)) from None
     return served[0].reason if served else "ended before it was ready"
+
+
+class ServerGone(Exception):
+    """The conversation had already ended when a call was about to be sent."""
 
 
 def _unwrap(exc: BaseException) -> BaseException:

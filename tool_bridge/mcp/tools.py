@@ -101,22 +101,25 @@ def _schema_problem(schema: Mapping[str, Any], values: dict[str, Any]) -> str | 
 async def _call_when_ready(
     handle: McpServerHandle, remote: str, args: McpArguments, context: ToolContext
 ) -> str:
-    from tool_bridge.mcp._session import render_result
+    from tool_bridge.mcp._session import ServerGone, render_result
 
-    settings = handle.settings
-    connection = None
-    with trio.move_on_after(settings.startup_timeout * 2):
-        connection = await handle.ready_connection()
-    if connection is None:
-        raise ToolError(
-            f"the MCP server {handle.name} was not ready within {settings.startup_timeout * 2:g} s "
-            f"(it is {handle.state().status.value})"
-        )
-    result = await connection.call(remote, args.values)
-    text = render_result(result)
-    if result.is_error:
-        raise ToolError(text or f"the MCP tool {remote} of {handle.name} failed without a message")
-    return text
+    wait = handle.settings.startup_timeout * 2
+    deadline = trio.current_time() + wait
+    while True:
+        connection = None
+        with trio.move_on_at(deadline):
+            connection = await handle.ready_connection()
+        if connection is None:
+            state = handle.state().status.value
+            raise ToolError(f"the MCP server {handle.name} was not ready within {wait:g} s (it is {state})")
+        try:
+            result = await connection.call(remote, args.values)
+        except ServerGone:
+            continue
+        text = render_result(result)
+        if result.is_error:
+            raise ToolError(text or f"the MCP tool {remote} of {handle.name} failed without a message")
+        return text
 
 
 def mcp_tools(handle: McpServerHandle) -> list[McpTool]:

@@ -3,6 +3,7 @@ and ToolSupervisors (standing in for sessions) whose registries offer its tools.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -74,10 +75,8 @@ def read_pid(path: Path, *, other_than: int | None = None, timeout: float = 15.0
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group of ``pid`` (the server and its children)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 class SessionRig(Rig):
