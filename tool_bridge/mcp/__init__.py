@@ -20,12 +20,14 @@ from .errors import (
     unavailable_message,
 )
 from .handle import McpServerHandle, McpServerState
+from .hosting import MCP_CHILD, McpServers
 from .machine import ServerMachine, ServerStatus, Step
 from .settings import McpServerSettings, parse_mcp_option, server_name_ok
 from .tools import McpArguments, McpTool, McpToolRegistry, exposed_name, mcp_tools
 
 __all__ = [
     "INSTALL_HINT",
+    "MCP_CHILD",
     "McpArguments",
     "McpError",
     "McpNotInstalled",
@@ -33,6 +35,7 @@ __all__ = [
     "McpServerHandle",
     "McpServerSettings",
     "McpServerState",
+    "McpServers",
     "McpSettingsError",
     "McpStartError",
     "McpTool",

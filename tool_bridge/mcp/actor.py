@@ -26,7 +26,7 @@ from actors import (
 )
 from tool_bridge.mcp.errors import McpError, McpNotInstalled
 from tool_bridge.mcp.handle import McpServerHandle
-from tool_bridge.mcp.machine import Step
+from tool_bridge.mcp.machine import ServerStatus, Step
 
 __all__ = ["McpServerActor", "ReconnectMcp", "mcp_supervisor_spec", "require_sdk"]
 
@@ -93,6 +93,8 @@ class McpServerActor(Actor):
             return
         if machine.generation == 0:
             self._perform(machine.start())
+        elif machine.status is ServerStatus.STOPPED:
+            self._perform(machine.resume())
         else:
             self._perform(machine.failed(machine.generation, time.monotonic(), "its actor restarted"))
 

@@ -102,6 +102,14 @@ class ServerMachine:
         self.status = ServerStatus.RESTARTING
         return self._attempt()
 
+    def resume(self) -> Step:
+        """Start a stopped server again (its session was passivated and is active again)."""
+        if self.status is not ServerStatus.STOPPED:
+            return Step()
+        self.status = ServerStatus.STARTING
+        self._failures.clear()
+        return self._attempt()
+
     def retry_due(self) -> Step:
         """The back-off timer of an unavailable server fired."""
         if self.status is not ServerStatus.UNAVAILABLE or self._attempting:

@@ -8,6 +8,7 @@ import functools
 import json
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -161,8 +162,9 @@ class McpToolRegistry(ToolRegistry):
         self._lock = threading.Lock()
         self._mcp: dict[str, Tool[Any]] = {}
         self._refresh()
+        me = weakref.ref(self)
         for handle in self._handles:
-            handle.on_tools_changed(lambda _: self._refresh())
+            handle.on_tools_changed(lambda _: _refresh_if_alive(me))
 
     @property
     def handles(self) -> tuple[McpServerHandle, ...]:
@@ -212,3 +214,9 @@ class McpToolRegistry(ToolRegistry):
         if isinstance(decoded, ToolResultError):
             return decoded
         return found, decoded
+
+
+def _refresh_if_alive(registry: weakref.ref[McpToolRegistry]) -> None:
+    alive = registry()
+    if alive is not None:
+        alive._refresh()
