@@ -18,6 +18,7 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, SamplerSettings, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
+from tool_bridge.mcp import McpServerHandle, McpServers, wait_settled
 
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
@@ -74,6 +75,7 @@ class _Session:
     workspace: Path
     runtime: SessionRuntime
     parts: SessionParts
+    mcp: tuple[McpServerHandle, ...] = ()
     active: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -110,6 +112,7 @@ class AgentHost:
         )
         self._permissions = permissions or (lambda: _policy_from_settings(settings))
         self._chaos = chaos or SessionChaos()
+        self.mcp = McpServers(settings.mcp_servers, chaos=self._chaos.mcp)
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
         self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
@@ -150,6 +153,7 @@ class AgentHost:
         if self.telemetry is not None:
             self.system.observe(self.telemetry.supervision)
             self.system.dead_letters.subscribe(self.telemetry.dead_letter)
+        self.mcp.start(self.system, self.supervisor, Path.cwd())
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -222,7 +226,12 @@ class AgentHost:
             session = self._sessions.get(session_id)
         if session is None:
             return f"session {session_id!r} is not open in this host"
-        return ("active; " if session.active else "passivated; ") + session.runtime.describe()
+        servers = self.mcp.describe(session.mcp)
+        return (
+            ("active; " if session.active else "passivated; ")
+            + session.runtime.describe()
+            + (f"; {servers}" if servers else "")
+        )
 
     def describe_gate(self) -> str:
         """A one-line account of the provider gate: requests in flight, waiting by priority, cool-down and
@@ -338,7 +347,8 @@ class AgentHost:
             step_probe_after=s.timeouts.connect + s.timeouts.idle,
             price=s.pricing.get(s.provider.model),
         )
-        registry = self._registry()
+        servers = self.mcp.session_handles()
+        registry = self.mcp.registry(self._registry(), servers)
         parts = SessionParts(
             options=options,
             chat=ChatStateOptions(
@@ -368,11 +378,14 @@ class AgentHost:
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
             gate=gate,
+            mcp=self.mcp.session_spec(servers, workspace),
         )
         runtime = session_runtime(parts, self.gate, self._shared(registry))
+        for handle in (*self.mcp.host_handles, *servers):
+            handle.on_tools_changed(lambda _: setattr(runtime, "tool_specs", tool_specs(registry)))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
-        return _Session(session_id, workspace, runtime, parts)
+        return _Session(session_id, workspace, runtime, parts, servers)
 
     def _session_counts(self) -> tuple[int, int]:
         """(active, passivated) sessions open in the host."""
@@ -394,6 +407,7 @@ class AgentHost:
             spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
+        wait_settled(session.mcp)
 
     def _stop_subtree(self, session: _Session) -> None:
         with session.lock:

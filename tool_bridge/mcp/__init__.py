@@ -20,7 +20,7 @@ from .errors import (
     unavailable_message,
 )
 from .handle import McpServerHandle, McpServerState
-from .hosting import MCP_CHILD, McpServers
+from .hosting import MCP_CHILD, McpServers, wait_settled
 from .machine import ServerMachine, ServerStatus, Step
 from .settings import McpServerSettings, parse_mcp_option, server_name_ok
 from .tools import McpArguments, McpTool, McpToolRegistry, exposed_name, mcp_tools
@@ -52,4 +52,5 @@ __all__ = [
     "require_sdk",
     "server_name_ok",
     "unavailable_message",
+    "wait_settled",
 ]

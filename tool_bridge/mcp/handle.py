@@ -88,7 +88,8 @@ class McpServerHandle:
             return self._remote_tools
 
     def wait_settled(self, timeout: float) -> bool:
-        """Block until the first start has ended (ready or failed), at most ``timeout`` seconds."""
+        """Block until a first start (or the start after a stop) has ended, ready or failed, at most
+        ``timeout`` seconds."""
         return self._settled.wait(timeout)
 
     def on_tools_changed(self, listener: Callable[[McpServerHandle], None]) -> None:
@@ -107,7 +108,9 @@ class McpServerHandle:
             self._last_error = machine.last_error
             if announcement is not None:
                 self._announcement = announcement
-            if machine.status is not ServerStatus.STARTING:
+            if machine.status is ServerStatus.STARTING:
+                self._settled.clear()
+            else:
                 self._settled.set()
 
     def attach(self, connection: Connection | None) -> None:

@@ -16,7 +16,7 @@ from tool_bridge.mcp.settings import McpServerSettings, server_name_ok
 from tool_bridge.mcp.tools import McpToolRegistry
 from tool_bridge.tools import ToolRegistry
 
-__all__ = ["MCP_CHILD", "McpServers"]
+__all__ = ["MCP_CHILD", "McpServers", "wait_settled"]
 
 MCP_CHILD = "mcp"
 """The name of the supervisor of MCP servers, under the host and in a session subtree."""
@@ -94,3 +94,14 @@ class McpServers:
         """``MCP fx: ready, 7 tools, 0 restarts; git: restarting, …`` or "" without servers."""
         states = [handle.state().describe() for handle in (*self.host_handles, *session)]
         return ("MCP " + "; ".join(states)) if states else ""
+
+
+def wait_settled(handles: Sequence[McpServerHandle]) -> None:
+    """Block until each server of ``handles`` has started or failed to, at most the longest startup
+    timeout among them and a few seconds."""
+    if not handles:
+        return
+    longest = max(handle.settings.startup_timeout for handle in handles)
+    deadline = time.monotonic() + longest + _SETTLE_SLACK
+    for handle in handles:
+        handle.wait_settled(max(0.0, deadline - time.monotonic()))
