@@ -241,6 +241,12 @@ class AgentHost:
         snapshot = self.provider_gate.ask(GetGateStatus())
         return str(snapshot.describe())
 
+    def mcp_servers(self) -> list[McpServerHandle]:
+        """Every MCP server of the host: its own, then each open session's."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        return [*self.mcp.host_handles, *(handle for session in sessions for handle in session.mcp)]
+
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
         with self._lock:

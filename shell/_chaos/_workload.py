@@ -95,14 +95,18 @@ class _SessionPlan:
     turns: tuple[_TurnPlan, ...]
 
 
-def _plan(seed: int, sessions: int, turns: int, cancel_rate: float) -> list[_SessionPlan]:
+def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = False) -> list[_SessionPlan]:
     rng = random.Random(f"turnkeep-chaos/{seed}")
+    # Its own generator, so that a run without MCP draws exactly what it drew before MCP existed.
+    mcp_rng = random.Random(f"turnkeep-chaos-mcp/{seed}")
     plans = []
     for s in range(sessions):
         oversized_turn = turns - 1 if turns > 1 and rng.random() < 0.1 else None
         turn_plans = []
         for t in range(turns):
             script = rng.choice(("answer", "files", "files", "shell", "look"))
+            if mcp and mcp_rng.random() < 0.5:
+                script = "mcp"
             padding = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(0, 400)))
             oversized = t == oversized_turn
             if oversized:

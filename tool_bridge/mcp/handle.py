@@ -87,6 +87,13 @@ class McpServerHandle:
         with self._lock:
             return self._remote_tools
 
+    def server_pid(self) -> int | None:
+        """The process id (and group id) of the running stdio server, or None."""
+        with self._lock:
+            connection = self._connection
+        process = connection.process if connection is not None else None
+        return process.pid if process is not None else None
+
     def wait_settled(self, timeout: float) -> bool:
         """Block until a first start (or the start after a stop) has ended, ready or failed, at most
         ``timeout`` seconds."""
