@@ -83,6 +83,7 @@ def replay_command(
     profile: str,
     as_json: bool = False,
     rate_limit: float | None = None,
+    mcp_crash_rate: float = 0.0,
 ) -> str:
     """The command line that runs the same workload with the same faults again."""
     command = (
@@ -91,6 +92,8 @@ def replay_command(
     )
     if rate_limit is not None:
         command += f" --rate-limit {rate_limit:g}"
+    if mcp_crash_rate:
+        command += f" --mcp-crash-rate {mcp_crash_rate:g}"
     return command + (" --json" if as_json else "")
 
 
@@ -237,6 +240,7 @@ def _build_report(
             actor_crash_rate=options["actor_crash_rate"],
             profile=options["profile"],
             rate_limit=options.get("rate_limit"),
+            mcp_crash_rate=options.get("mcp_crash_rate", 0.0),
         ),
         rate_limit=options.get("rate_limit"),
     )

@@ -27,6 +27,7 @@ from sampler.fake import (
     RateLimit,
     TokenExpiry,
 )
+from tool_bridge.mcp import MCP_CHILD
 
 from ..config import Settings
 from ..credentials import OAuthCredential
@@ -268,7 +269,7 @@ def _watch(system: ActorSystem, watcher: Address, session_id: str, host: AgentHo
     path = SessionPath(session_id, host.supervisor.name)
     # Watching before the session starts is allowed: an address exists before its actor does.
     system.watch(system.address(path.subtree), watcher)
-    for kind in MEMBERS:
+    for kind in (*MEMBERS, f"{MCP_CHILD}/{MCP_NAME}"):
         system.watch(system.address(path.member(kind)), watcher)
 
 
