@@ -35,7 +35,7 @@ def mcp_settings(mark_variable: str, mark: str, tool_timeout: float) -> McpServe
         args=["-m", "shell._chaos._mcp_server"],
         env={mark_variable: mark},
         scope="session",
-        startup_timeout=10.0,
+        startup_timeout=20.0,
         tool_timeout=tool_timeout,
         ping_interval=5.0,
         ping_timeout=2.0,

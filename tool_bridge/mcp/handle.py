@@ -95,8 +95,8 @@ class McpServerHandle:
         return process.pid if process is not None else None
 
     def wait_settled(self, timeout: float) -> bool:
-        """Block until a first start (or the start after a stop) has ended, ready or failed, at most
-        ``timeout`` seconds."""
+        """Block until the server is ready, unavailable or stopped (not starting or restarting), at most
+        ``timeout`` seconds; whether it is."""
         return self._settled.wait(timeout)
 
     def on_tools_changed(self, listener: Callable[[McpServerHandle], None]) -> None:
@@ -115,7 +115,7 @@ class McpServerHandle:
             self._last_error = machine.last_error
             if announcement is not None:
                 self._announcement = announcement
-            if machine.status is ServerStatus.STARTING:
+            if machine.status in (ServerStatus.STARTING, ServerStatus.RESTARTING):
                 self._settled.clear()
             else:
                 self._settled.set()

@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from tool_bridge.mcp.handle import McpServerHandle
-from tool_bridge.results import ToolResultError
+from tool_bridge.results import ToolResultError, ToolStatus
 from tool_bridge.tools import Tool, ToolContext, ToolError, ToolKind, ToolRegistry
 
 __all__ = ["McpArguments", "McpTool", "McpToolRegistry", "exposed_name", "mcp_tools"]
@@ -171,6 +171,20 @@ class McpToolRegistry(ToolRegistry):
         """The servers whose tools this registry offers."""
         return self._handles
 
+    def _not_listed_yet(self, name: str) -> ToolResultError | None:
+        """An error for a call to a server whose tools are not known yet (it has not started once)."""
+        for handle in self._handles:
+            if name.startswith(handle.name + _SEPARATOR) and not handle.remote_tools():
+                state = handle.state()
+                why = f"; last error: {state.last_error}" if state.last_error else ""
+                return ToolResultError(
+                    name,
+                    f"the MCP server {handle.name} is {state.status.value} and has not listed its tools "
+                    f"yet{why}",
+                    status=ToolStatus.ERROR,
+                )
+        return None
+
     def _refresh(self) -> None:
         tools: dict[str, Tool[Any]] = {}
         for handle in self._handles:
@@ -207,6 +221,9 @@ class McpToolRegistry(ToolRegistry):
     ) -> tuple[Tool[Any], msgspec.Struct] | ToolResultError:
         tools = self._all()
         found = tools.get(name)
+        unlisted = None if found is not None else self._not_listed_yet(name)
+        if unlisted is not None:
+            return unlisted
         if found is None:
             available = ", ".join(f"`{each}`" for each in tools) or "none"
             return ToolResultError(name, f"unknown tool `{name}`; available tools: {available}")

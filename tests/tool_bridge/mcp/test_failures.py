@@ -30,7 +30,8 @@ def test_more_kills_than_the_intensity_allows_make_it_unavailable_until_reconnec
     began = time.monotonic()
     mcp.rig.run(call("c1", "fx__echo", text="hi"))
     outcome = mcp.rig.finished().outcomes[0]
-    assert time.monotonic() - began < 0.1
+    assert outcome.duration < 0.1, "the call itself answers at once"
+    assert time.monotonic() - began < 0.5, "and the batch around it (a tool actor started and stopped)"
     assert outcome.is_error
     assert outcome.content.startswith("the MCP server fx is unavailable after 3 restarts; last error: ")
     assert "killed by signal 9" in outcome.content
