@@ -18,7 +18,7 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, SamplerSettings, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
-from tool_bridge.mcp import McpServerHandle, McpServers, wait_settled
+from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp, wait_settled
 
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
@@ -246,6 +246,20 @@ class AgentHost:
         with self._lock:
             sessions = list(self._sessions.values())
         return [*self.mcp.host_handles, *(handle for session in sessions for handle in session.mcp)]
+
+    def reconnect_mcp(self, name: str, session_id: str | None = None) -> bool:
+        """Start the MCP server ``name`` again now (the session's own when ``session_id`` has one by that
+        name, else the host's), an unavailable one included; False when there is no such server."""
+        with self._lock:
+            session = self._sessions.get(session_id) if session_id is not None else None
+        if session is not None and any(handle.name == name for handle in session.mcp):
+            target = self._path(session.record_id).member(f"{MCP_CHILD}/{name}")
+        elif any(handle.name == name for handle in self.mcp.host_handles):
+            target = f"{self.supervisor.name}/{MCP_CHILD}/{name}"
+        else:
+            return False
+        self.system.address(target).tell(ReconnectMcp())
+        return True
 
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""

@@ -52,6 +52,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _run.add_arguments(run)
 
     chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
+    _run.add_mcp_option(chat)
     add_host_options(chat)
 
     serve = commands.add_parser("serve", help="the host as an HTTP service with event streams and a console")

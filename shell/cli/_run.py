@@ -13,7 +13,7 @@ from ..config import Settings
 from ._settings import CliUsageError, open_host, open_session, settings_from
 from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
 
-__all__ = ["add_arguments", "run", "with_mcp_options"]
+__all__ = ["add_arguments", "add_mcp_option", "run", "with_mcp_options"]
 
 
 def with_mcp_options(settings: Settings, options: list[str]) -> Settings:
@@ -32,6 +32,12 @@ def with_mcp_options(settings: Settings, options: list[str]) -> Settings:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``run``'s own arguments (the host options are added by the caller)."""
     parser.add_argument("--json", action="store_true", help="write every event as a JSON line on stdout")
+    add_mcp_option(parser)
+    parser.add_argument("prompt", help="what to ask")
+
+
+def add_mcp_option(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--mcp NAME=COMMAND`` option."""
     parser.add_argument(
         "--mcp",
         action="append",
@@ -39,7 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=COMMAND",
         help="run the MCP server COMMAND (a command line); its tools are NAME__tool (repeatable)",
     )
-    parser.add_argument("prompt", help="what to ask")
 
 
 def run(options: argparse.Namespace) -> int:
