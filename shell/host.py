@@ -120,6 +120,7 @@ class AgentHost:
             settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
         )
         """The environment and sandbox of the built-in ``shell`` tool's commands."""
+        self.mcp.use_session_environment(self.tool_isolation.env)
         self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}

@@ -48,6 +48,7 @@ class McpServers:
         if enabled:
             require_sdk()
         self._environ = dict(os.environ if environ is None else environ)
+        self._session_environ = self._environ
         self._chaos = chaos
         self.host_handles = tuple(McpServerHandle(n, s) for n, s in enabled.items() if s.scope == "host")
         self._per_session = {n: s for n, s in enabled.items() if s.scope == "session"}
@@ -72,6 +73,11 @@ class McpServers:
         for handle in self.host_handles:
             handle.wait_settled(max(0.0, deadline - time.monotonic()))
 
+    def use_session_environment(self, environ: Mapping[str, str]) -> None:
+        """The environment session-scope stdio servers start with (the host's tool environment: the
+        host's variables without its credentials); a server's own ``env`` is set over it."""
+        self._session_environ = dict(environ)
+
     def session_handles(self) -> tuple[McpServerHandle, ...]:
         """New handles for one session's own servers."""
         return tuple(McpServerHandle(n, s) for n, s in self._per_session.items())
@@ -81,7 +87,7 @@ class McpServers:
         if not handles:
             return None
         return mcp_supervisor_spec(
-            MCP_CHILD, handles, workspace=workspace, environ=self._environ, chaos=self._chaos
+            MCP_CHILD, handles, workspace=workspace, environ=self._session_environ, chaos=self._chaos
         )
 
     def registry(self, base: ToolRegistry, session: Sequence[McpServerHandle] = ()) -> ToolRegistry:
