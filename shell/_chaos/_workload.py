@@ -105,8 +105,6 @@ def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = 
         turn_plans = []
         for t in range(turns):
             script = rng.choice(("answer", "files", "files", "shell", "look"))
-            if mcp and mcp_rng.random() < 0.5:
-                script = "mcp"
             padding = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(0, 400)))
             oversized = t == oversized_turn
             if oversized:
@@ -124,6 +122,10 @@ def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = 
                     cancel = _CancelPlan(after_events=rng.randint(1, 8))
                 else:
                     cancel = _CancelPlan(after_seconds=rng.uniform(0.0, 0.8))
+            if mcp and mcp_rng.random() < 0.5:
+                # Drawn last, so that every other draw is the one a run without MCP makes.
+                text, images = text.replace(f"[[script:{script}]]", "[[script:mcp]]"), ()
+                script = "mcp"
             turn_plans.append(_TurnPlan(t, text, script, images, cancel, oversized))
         plans.append(_SessionPlan(f"session {s + 1}", f"chaos-{seed}-{s + 1:03d}", tuple(turn_plans)))
     return plans

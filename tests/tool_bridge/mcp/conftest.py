@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from actors import ActorSystem, Address, ChildSpec
+from actors import ActorSystem, Address, ChaosPolicy, ChildSpec
 from tests._waiting import wait_until
 from tests.tool_bridge.conftest import Collector, Rig
 from tool_bridge import (
@@ -127,6 +127,7 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
         sessions: int = 1,
         bridge: ToolBridgeSettings | None = None,
         ready: bool = True,
+        chaos: ChaosPolicy | None = None,
     ) -> McpRig:
         handle = McpServerHandle(name, settings)
         workspace = tmp_path / "workspace"
@@ -136,7 +137,7 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
             inbox: queue.Queue[Any] = queue.Queue()
             inboxes.append(inbox)
             system.spawn(ChildSpec(f"host{index}", _collector(inbox)))
-        system.spawn(mcp_supervisor_spec("mcp", [handle], workspace=workspace))
+        system.spawn(mcp_supervisor_spec("mcp", [handle], workspace=workspace, chaos=chaos))
         rigs = []
         for index in range(sessions):
             registry = McpToolRegistry(ToolRegistry(), [handle])
