@@ -72,6 +72,8 @@ class ChaosReport(msgspec.Struct, frozen=True):
     replay: str
     rate_limit: float | None = None
     """Requests per second the embedded provider allowed (None: no limit)."""
+    mcp_kills: int = 0
+    """MCP server processes SIGKILLed by the run (``--mcp-crash-rate``)."""
 
 
 def replay_command(
@@ -177,6 +179,7 @@ def _build_report(
     tally: _Tally,
     runtime: dict[str, int],
     violations: list[str],
+    mcp_kills: int = 0,
 ) -> ChaosReport:
     turns = [t for log in logs for t in log.turns]
     events: collections.Counter[str] = collections.Counter()
@@ -188,7 +191,7 @@ def _build_report(
         if turn.plan.cancel is not None and turn.number is not None:
             cancels[turn.cancel or "turn ended first"] += 1
     compactions = sum(t.compactions_ok for t in turns)
-    watched = (*MEMBERS, "session_supervisor", "provider_gate")
+    watched = (*MEMBERS, "session_supervisor", "provider_gate", "mcp")
     crashes = {kind: tally.injected[kind] for kind in watched if tally.injected[kind]}
     # Tool actors are the only other actors with a chaos policy, and they are not watched.
     crashes["tool actor"] = runtime.get("chaos_crashes", 0) - sum(tally.injected.values())
@@ -243,6 +246,7 @@ def _build_report(
             mcp_crash_rate=options.get("mcp_crash_rate", 0.0),
         ),
         rate_limit=options.get("rate_limit"),
+        mcp_kills=mcp_kills,
     )
 
 
@@ -276,6 +280,7 @@ def print_report(report: ChaosReport) -> None:
         *((f"tool calls: {status}", n) for status, n in report.tool_calls.items()),
         *((f"cancel: {result}", n) for result, n in report.cancels.items()),
         ("prompts refused (sent again)", report.prompts_refused),
+        *((("MCP server processes killed", report.mcp_kills),) if report.mcp_kills else ()),
     ]
     table("faults and recoveries", ("what", "count"), recoveries)
     kinds = [*report.crashes, *report.other_crashes, *report.escalations, *report.killed]

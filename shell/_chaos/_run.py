@@ -172,6 +172,7 @@ def chaos_run(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
             host: AgentHost | None = None
+            mcp_kills = 0
             try:
                 system.dead_letters.subscribe(tally.dead_letter)
                 watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
@@ -191,8 +192,9 @@ def chaos_run(
                     gate=_describe_gate(host),
                     describe=host.describe,
                 )
-                with McpKiller(host.mcp_servers, mcp_crash_rate, seed):
+                with McpKiller(host.mcp_servers, mcp_crash_rate, seed) as killer:
                     violations += _drive_all(host, root, logs, limits, workers, system, watcher)
+                mcp_kills = killer.kills
             finally:
                 violations += _shut_down(host, system)
             runtime = system.metrics()
@@ -208,6 +210,7 @@ def chaos_run(
         violations += [f"an actor crashed by itself: {error}" for error in tally.other_errors]
     violations += [f"left behind: {leak}" for leak in leaks(before, _settle(before, mark))]
     return _build_report(
+        mcp_kills=mcp_kills,
         options=options,
         duration=time.monotonic() - started,
         bound=bound,

@@ -126,7 +126,7 @@ class McpServerActor(Actor):
         machine = self._handle.machine
         if message.generation != machine.generation:
             return
-        logger.warning("MCP server %s: %s", self._handle.name, message.reason)
+        logger.info("MCP server %s: %s", self._handle.name, message.reason)
         self._handle.attach(None)
         self._perform(machine.failed(message.generation, time.monotonic(), message.reason))
 
