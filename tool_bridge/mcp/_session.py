@@ -96,7 +96,9 @@ class Connection:
             raise ToolError(f"the MCP server {self.name} answered with an error: {ended.message}")
         with trio.move_on_after(_EXIT_CODE_WAIT):
             await self.lost.wait()
-        raise ToolError(exited_message(self.name, self.reason or "lost its connection"))
+        # A connection that closed under a call ends the conversation, whatever its transport noticed.
+        self.end("lost its connection")
+        raise ToolError(exited_message(self.name, self.reason))
 
     def check_later(self) -> None:
         """After an abandoned call: ``kill_after`` seconds from now the server must answer a ping within

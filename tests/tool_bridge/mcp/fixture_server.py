@@ -54,9 +54,15 @@ async def hang(pidfile: str = "") -> str:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep (cancellably), then answer."""
-    await anyio.sleep(seconds)
+async def slow(seconds: float, markfile: str = "") -> str:
+    """Sleep (cancellably), then answer; when cancelled, write ``cancelled`` to ``markfile``."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        if markfile:
+            with open(markfile, "w") as out:
+                out.write("cancelled\n")
+        raise
     return f"slept {seconds:g} s"
 
 

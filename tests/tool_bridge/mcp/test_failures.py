@@ -62,11 +62,15 @@ def test_a_server_that_never_answers_the_handshake_fails_at_the_startup_timeout(
     assert "reading but never answering" in error
 
 
-def test_a_call_past_its_timeout_is_cancelled_and_the_server_serves_on(make_mcp_rig: MakeMcpRig) -> None:
+def test_a_call_past_its_timeout_is_cancelled_and_the_server_serves_on(
+    make_mcp_rig: MakeMcpRig, tmp_path: Path
+) -> None:
     mcp = make_mcp_rig(fixture_settings(None, tool_timeout=1.0))
-    mcp.rig.run(call("c1", "fx__slow", seconds=30))
+    markfile = tmp_path / "cancelled"
+    mcp.rig.run(call("c1", "fx__slow", seconds=30, markfile=str(markfile)))
     outcome = mcp.rig.finished(timeout=10).outcomes[0]
     assert outcome.status is ToolStatus.TIMED_OUT and "timed out after 1 s" in outcome.content
+    assert wait_until(markfile.exists, 5.0), "the server heard notifications/cancelled"
     mcp.rig.run(call("c2", "fx__echo", text="still here"), batch="b2")
     assert mcp.rig.finished("b2").outcomes[0].content == "still here"
     assert mcp.handle.state().restarts == 0
