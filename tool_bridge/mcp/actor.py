@@ -83,6 +83,7 @@ class McpServerActor(Actor):
         self._workspace = workspace
         self._environ = dict(os.environ if environ is None else environ)
         self._job: Job | None = None
+        self._retry: Job | None = None
 
     def on_start(self) -> None:
         machine = self._handle.machine
@@ -99,6 +100,7 @@ class McpServerActor(Actor):
             self._perform(machine.failed(machine.generation, time.monotonic(), "its actor restarted"))
 
     def on_stop(self) -> None:
+        _cancel(self._retry)
         self._handle.machine.stop()
         self._handle.publish()
         self._wake()
@@ -110,6 +112,7 @@ class McpServerActor(Actor):
         exception_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        _cancel(self._retry)
         self._end_job(wait=True)
 
     @handles(ReconnectMcp)
@@ -157,7 +160,10 @@ class McpServerActor(Actor):
             )
         if step.retry_in is not None:
             address = self.address
-            self.io.call_later(step.retry_in, lambda: address.tell(_RetryDue()), name="mcp-retry")
+            _cancel(self._retry)
+            self._retry = self.io.call_later(
+                step.retry_in, lambda: address.tell(_RetryDue()), name="mcp-retry"
+            )
         self._wake()
 
     def _wake(self) -> None:
@@ -199,6 +205,11 @@ class McpServerActor(Actor):
                 )
             except Exception:
                 pass
+
+
+def _cancel(job: Job | None) -> None:
+    if job is not None:
+        job.cancel()
 
 
 def mcp_supervisor_spec(

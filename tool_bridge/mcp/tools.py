@@ -55,6 +55,7 @@ class McpTool(Tool[McpArguments]):
 
     remote: str = ""
     schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    _validator: Any = dataclasses.field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,6 +64,7 @@ class McpTool(Tool[McpArguments]):
         )
         parameters.setdefault("properties", {})
         object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "_validator", _validator(parameters))
 
     def decode_arguments(self, arguments: str | bytes | Mapping[str, Any]) -> McpArguments | ToolResultError:
         """The model's arguments as an `McpArguments`, or a `ToolResultError` saying what is wrong."""
@@ -78,21 +80,31 @@ class McpTool(Tool[McpArguments]):
                 )
         if not isinstance(values, dict):
             return ToolResultError(self.name, f"invalid arguments for `{self.name}`: expected a JSON object")
-        problem = _schema_problem(self.parameters, values)
+        problem = _schema_problem(self._validator, values)
         if problem:
             return ToolResultError(self.name, f"invalid arguments for `{self.name}`: {problem}")
         return McpArguments(values)
 
 
-def _schema_problem(schema: Mapping[str, Any], values: dict[str, Any]) -> str | None:
+def _validator(schema: dict[str, Any]) -> Any:
+    """A validator of the server's schema, or None when the schema itself is invalid (then the server
+    judges the arguments)."""
     import jsonschema
 
     try:
         validator_type = jsonschema.validators.validator_for(schema)
-        validator_type.check_schema(dict(schema))
+        validator_type.check_schema(schema)
     except jsonschema.SchemaError:
         return None
-    error = jsonschema.exceptions.best_match(validator_type(schema).iter_errors(values))
+    return validator_type(schema)
+
+
+def _schema_problem(validator: Any, values: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    if validator is None:
+        return None
+    error = jsonschema.exceptions.best_match(validator.iter_errors(values))
     if error is None:
         return None
     where = "/".join(str(part) for part in error.absolute_path)

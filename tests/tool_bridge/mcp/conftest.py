@@ -128,6 +128,7 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
         bridge: ToolBridgeSettings | None = None,
         ready: bool = True,
         chaos: ChaosPolicy | None = None,
+        policy: PermissionPolicy | None = None,
     ) -> McpRig:
         handle = McpServerHandle(name, settings)
         workspace = tmp_path / "workspace"
@@ -141,13 +142,13 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
         rigs = []
         for index in range(sessions):
             registry = McpToolRegistry(ToolRegistry(), [handle])
-            policy = PermissionPolicy(default="allow", use_default_rules=False)
+            chosen = policy or PermissionPolicy(default="allow", use_default_rules=False)
             tools = system.spawn(
                 ChildSpec(
-                    f"tools{index}", _supervisor(registry, policy, workspace, bridge), shutdown_timeout=15.0
+                    f"tools{index}", _supervisor(registry, chosen, workspace, bridge), shutdown_timeout=15.0
                 )
             )
-            rigs.append(SessionRig(system, tools, inboxes[index], policy, host=f"host{index}"))
+            rigs.append(SessionRig(system, tools, inboxes[index], chosen, host=f"host{index}"))
         made = McpRig(system, handle, rigs)
         if ready:
             made.wait_status(ServerStatus.READY)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.tool_bridge.conftest import call
 from tests.tool_bridge.mcp.conftest import MakeMcpRig, alive, fixture_settings, read_pid
-from tool_bridge import ToolStatus
+from tool_bridge import PermissionPolicy, PermissionRule, Subject, ToolStatus
 from tool_bridge.mcp import ServerStatus
 
 
@@ -41,3 +41,21 @@ def test_a_server_exiting_mid_call_ends_the_call_once_naming_it_and_comes_back(
     assert not alive(first)
     state = mcp.handle.state()
     assert (state.status, state.restarts) == (ServerStatus.READY, 1)
+
+
+def test_permission_rules_and_argument_patterns_apply_to_mcp_tools(make_mcp_rig: MakeMcpRig) -> None:
+    policy = PermissionPolicy(
+        [PermissionRule("fx__echo", "deny", pattern="secret*"), PermissionRule("fx__fail", "deny")],
+        default="allow",
+        use_default_rules=False,
+        subjects={"fx__echo": Subject("text", "glob")},
+    )
+    mcp = make_mcp_rig(fixture_settings(), policy=policy)
+    mcp.rig.run(
+        call("c1", "fx__echo", text="secret plans"),
+        call("c2", "fx__echo", text="public plans"),
+        call("c3", "fx__fail", message="x"),
+    )
+    statuses = [(o.status, o.content) for o in mcp.rig.finished().outcomes]
+    assert [status for status, _ in statuses] == [ToolStatus.DENIED, ToolStatus.OK, ToolStatus.DENIED]
+    assert statuses[1][1] == "public plans"
