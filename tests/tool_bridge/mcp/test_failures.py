@@ -41,12 +41,17 @@ def test_more_kills_than_the_intensity_allows_make_it_unavailable_until_reconnec
     assert mcp.rig.finished("b2").outcomes[0].content == "back"
 
 
-def test_a_server_writing_garbage_on_stdout_fails_clearly_with_its_stderr(make_mcp_rig: MakeMcpRig) -> None:
-    mcp = make_mcp_rig(fixture_settings(None, "--garbage", max_restarts=0), ready=False)
+def test_a_server_writing_garbage_on_stdout_fails_clearly_with_its_stderr_and_is_retried(
+    make_mcp_rig: MakeMcpRig,
+) -> None:
+    mcp = make_mcp_rig(fixture_settings(None, "--garbage", max_restarts=0, retry_every=0.5), ready=False)
     mcp.wait_status(ServerStatus.UNAVAILABLE)
     error = mcp.handle.state().last_error
     assert "not a JSON-RPC message on stdout: b'this is not JSON-RPC'" in error
     assert "[stderr]\nfixture: about to misbehave" in error
+    # Unavailable, it is tried again on its back-off, and stays unavailable while it keeps failing.
+    assert wait_until(lambda: mcp.handle.machine.generation >= 3, 10.0)
+    assert mcp.status() is ServerStatus.UNAVAILABLE
 
 
 def test_a_server_that_never_answers_the_handshake_fails_at_the_startup_timeout(
