@@ -11,7 +11,7 @@ from tests._waiting import wait_until
 from tests.tool_bridge.conftest import call
 from tests.tool_bridge.mcp.conftest import MakeMcpRig, alive, fixture_settings, kill_group, read_pid
 from tool_bridge import ToolBridgeSettings, ToolStatus
-from tool_bridge.mcp import ReconnectMcp, ServerStatus
+from tool_bridge.mcp import McpServerSettings, ReconnectMcp, ServerStatus
 
 
 def test_more_kills_than_the_intensity_allows_make_it_unavailable_until_reconnected(
@@ -115,3 +115,16 @@ def test_shutdown_leaves_no_server_process_behind(
     system.stop("mcp", timeout=15.0)
     assert not alive(server) and not alive(grandchild)
     assert mcp.handle.state().status is ServerStatus.STOPPED
+
+
+def test_a_server_whose_command_does_not_exist_is_unavailable_with_that_reason(
+    make_mcp_rig: MakeMcpRig, tmp_path: Path
+) -> None:
+    missing = McpServerSettings(command=str(tmp_path / "no-such-server"), max_restarts=1)
+    mcp = make_mcp_rig(missing, ready=False)
+    mcp.wait_status(ServerStatus.UNAVAILABLE)
+    mcp.rig.run(call("c1", "fx__echo", text="hi"))
+    outcome = mcp.rig.finished().outcomes[0]
+    assert outcome.is_error and outcome.status is ToolStatus.ERROR
+    assert "has not listed its tools yet" in outcome.content
+    assert f"could not be started: no such command '{tmp_path / 'no-such-server'}'" in outcome.content
