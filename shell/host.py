@@ -7,6 +7,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -402,8 +403,14 @@ class AgentHost:
             mcp=self.mcp.session_spec(servers, workspace),
         )
         runtime = session_runtime(parts, self.gate, self._shared(registry))
-        for handle in (*self.mcp.host_handles, *servers):
-            handle.on_tools_changed(lambda _: setattr(runtime, "tool_specs", tool_specs(registry)))
+        held = weakref.ref(runtime)
+
+        def offer(current: ToolRegistry) -> None:
+            alive = held()
+            if alive is not None:
+                alive.tool_specs = tool_specs(current)
+
+        self.mcp.follow_tools(servers, registry, offer)
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
         return _Session(session_id, workspace, runtime, parts, servers)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from actors import ActorSystem, Address, ChaosPolicy, ChildSpec
@@ -95,6 +96,24 @@ class McpServers:
         server is configured)."""
         handles = (*self.host_handles, *session)
         return McpToolRegistry(base, handles) if handles else base
+
+    def follow_tools(
+        self,
+        session: Sequence[McpServerHandle],
+        registry: ToolRegistry,
+        offer: Callable[[ToolRegistry], None],
+    ) -> None:
+        """Call ``offer(registry)`` whenever a server of the host or of ``session`` changes its tools, for
+        as long as ``registry`` lives (a closed session's registry is not kept alive by its servers)."""
+        held = weakref.ref(registry)
+
+        def changed(_: McpServerHandle) -> None:
+            alive = held()
+            if alive is not None:
+                offer(alive)
+
+        for handle in (*self.host_handles, *session):
+            handle.on_tools_changed(changed)
 
     def describe(self, session: Sequence[McpServerHandle] = ()) -> str:
         """``MCP fx: ready, 7 tools, 0 restarts; git: restarting, …`` or "" without servers."""
