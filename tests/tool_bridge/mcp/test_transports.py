@@ -13,7 +13,7 @@ import pytest
 from tests._waiting import wait_until
 from tests.tool_bridge.conftest import call
 from tests.tool_bridge.mcp.conftest import FIXTURE, MakeMcpRig, fixture_settings
-from tool_bridge import ToolInvocation, ToolStatus
+from tool_bridge import ToolCallBegan, ToolInvocation, ToolsFinished, ToolStatus
 from tool_bridge.mcp import McpServerSettings, ServerStatus
 
 
@@ -89,3 +89,21 @@ def test_a_changed_tool_list_is_listed_again_and_offered(make_mcp_rig: MakeMcpRi
     extra, hidden = mcp.rig.finished("b2").outcomes
     assert extra.content == "extra: hi"
     assert hidden.status is ToolStatus.INVALID and "unknown tool `fx__hang`" in hidden.content
+
+
+def test_a_call_in_flight_when_the_http_server_goes_away_ends_once_as_an_error(
+    make_mcp_rig: MakeMcpRig, http_server: tuple[int, subprocess.Popen[bytes]]
+) -> None:
+    port, process = http_server
+    settings = McpServerSettings(
+        url=f"http://127.0.0.1:{port}/mcp", startup_timeout=2.0, tool_timeout=20.0, ping_interval=1.0
+    )
+    mcp = make_mcp_rig(settings, name="web")
+    mcp.rig.run(call("c1", "web__slow", seconds=30))
+    mcp.rig.expect(ToolCallBegan)
+    process.kill()
+    process.wait(5)
+    outcome = mcp.rig.finished(timeout=15).outcomes[0]
+    assert outcome.is_error and outcome.content.startswith("the MCP server web ")
+    assert outcome.content.endswith("during the call; it is being restarted"), outcome.content
+    assert len(mcp.rig.all_heard(ToolsFinished)) == 1
