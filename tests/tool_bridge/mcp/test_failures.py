@@ -31,7 +31,7 @@ def test_more_kills_than_the_intensity_allows_make_it_unavailable_until_reconnec
     mcp.rig.run(call("c1", "fx__echo", text="hi"))
     outcome = mcp.rig.finished().outcomes[0]
     assert outcome.duration < 0.1, "the call itself answers at once"
-    assert time.monotonic() - began < 0.5, "and the batch around it (a tool actor started and stopped)"
+    assert time.monotonic() - began < 1.0, "and the batch around it (a tool actor started and stopped)"
     assert outcome.is_error
     assert outcome.content.startswith("the MCP server fx is unavailable after 3 restarts; last error: ")
     assert "killed by signal 9" in outcome.content
@@ -97,7 +97,7 @@ def test_a_hanging_call_is_aborted_at_the_grace_and_its_server_group_killed_at_k
     assert alive(server) and alive(grandchild)
     assert wait_until(lambda: not alive(grandchild) and not alive(server), 15.0)
     killed_after = time.monotonic() - aborted_at
-    assert 9.5 <= killed_after <= 13.5, killed_after
+    assert 9.5 <= killed_after <= 14.5, killed_after
     assert wait_until(lambda: mcp.handle.state().restarts == 1, 10.0)
     mcp.wait_status(ServerStatus.READY)
     assert "did not answer a ping within 1 s" in mcp.handle.state().last_error
