@@ -19,7 +19,7 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, SamplerSettings, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
-from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp, wait_settled
+from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp
 
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
@@ -435,7 +435,6 @@ class AgentHost:
             spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
-        wait_settled(session.mcp)
 
     def _stop_subtree(self, session: _Session) -> None:
         with session.lock:

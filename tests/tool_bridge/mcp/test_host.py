@@ -63,12 +63,14 @@ def test_a_session_scope_server_runs_in_the_session_workspace_and_is_gone_after_
     with FakeProvider(script) as provider:
         settings = settings_for(provider, tmp_path, TURNKEEP_TOOLS__ALLOW="own__spawn_child")
         with AgentHost(settings.replace(mcp_servers={"own": own}), credentials=KEY) as host:  # type: ignore[arg-type]
-            host.open(tmp_path / "ws", session_id="s1")
+            address = host.open(tmp_path / "ws", session_id="s1")
+            inbox: queue.Queue[object] = queue.Queue()
+            # The first message starts the session's subtree, its own server first.
+            address.ask(Subscribe(inbox))
             server = read_pid(pidfile)
             assert Path(f"/proc/{server}/cwd").resolve() == (tmp_path / "ws").resolve()
-            address = host.system.address("host/session/s1/session")
-            inbox: queue.Queue[object] = queue.Queue()
-            address.ask(Subscribe(inbox))
+            offered = [spec.name for spec in host._sessions["s1"].runtime.tool_specs]
+            assert "own__spawn_child" in offered, "its tools are offered before the first turn"
             address.ask(UserPrompt("leave a child behind"))
             while not isinstance(event := inbox.get(timeout=30), ev.TERMINAL_EVENTS):
                 pass
