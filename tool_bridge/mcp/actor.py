@@ -34,6 +34,7 @@ logger = logging.getLogger("turnkeep.tool_bridge.mcp")
 
 _SETTLED = "settled"
 _SETTLE_SLACK = 5.0
+_SETTLE_CAP = 3.0
 _STOP_WAIT = 8.0
 """How long stopping the actor waits for its server to be stopped (terminate, grace, kill, reap)."""
 
@@ -223,11 +224,12 @@ def mcp_supervisor_spec(
     chaos: ChaosPolicy | None = None,
 ) -> ChildSpec:
     """A supervisor (``one_for_one``) with one `McpServerActor` per handle, each at ``<name>/<server>``,
-    and after them an actor whose start waits until every server is ready or has failed (at most the
-    longest startup timeout and a few seconds): whatever starts after the supervisor (a session's tools and
-    turn loop) finds the servers' tools listed. The servers start at the same time. An actor's restarts
+    and after them an actor whose start waits until every server is ready or has failed, at most
+    ``_SETTLE_CAP`` seconds (less than a session's address waits for its actors to come up): whatever starts
+    after the supervisor (a session's tools and turn loop) usually finds the servers' tools listed, and a
+    call to a server still starting waits for it. The servers start at the same time. An actor's restarts
     are its own business (its server's failures are counted by its machine), so the supervisor allows
-    many. The spec's ``start_timeout`` covers the wait."""
+    many."""
     children = [
         ChildSpec(
             handle.name,
@@ -237,7 +239,8 @@ def mcp_supervisor_spec(
         )
         for handle in handles
     ]
-    settle = max((handle.settings.startup_timeout for handle in handles), default=0.0) + _SETTLE_SLACK
+    longest = max((handle.settings.startup_timeout for handle in handles), default=0.0)
+    settle = min(longest + _SETTLE_SLACK, _SETTLE_CAP)
     children.append(
         ChildSpec(_SETTLED, _settled_factory(handles, settle), start_timeout=settle + _SETTLE_SLACK)
     )

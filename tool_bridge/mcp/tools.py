@@ -16,6 +16,7 @@ import msgspec
 import trio
 
 from tool_bridge.mcp.handle import McpServerHandle
+from tool_bridge.mcp.machine import ServerStatus
 from tool_bridge.results import ToolResultError, ToolStatus
 from tool_bridge.tools import Tool, ToolContext, ToolError, ToolKind, ToolRegistry
 
@@ -164,6 +165,36 @@ def mcp_tools(handle: McpServerHandle) -> list[McpTool]:
     return tools
 
 
+def _pending_tool(handle: McpServerHandle, name: str) -> McpTool:
+    """A stand-in for the tool ``name`` of a server still starting: it waits for the server, then calls
+    the listed tool of that name (the server checks the arguments)."""
+    return McpTool(
+        name=name,
+        description=f"A tool of the MCP server {handle.name}, which is starting.",
+        args_type=McpArguments,
+        fn=functools.partial(_call_when_listed, handle, name),
+        kind=ToolKind.ASYNC,
+        timeout=handle.settings.tool_timeout,
+        remote=name.removeprefix(handle.name + _SEPARATOR),
+    )
+
+
+async def _call_when_listed(
+    handle: McpServerHandle, name: str, args: McpArguments, context: ToolContext
+) -> str:
+    wait = handle.settings.startup_timeout * 2
+    with trio.move_on_after(wait):
+        await handle.ready_connection()
+    listed = {tool.name: tool.remote for tool in mcp_tools(handle)}
+    if name not in listed:
+        offered = ", ".join(f"`{each}`" for each in listed) or "none"
+        state = handle.state().status.value
+        raise ToolError(
+            f"the MCP server {handle.name} ({state}) offers no tool `{name}`; it offers: {offered}"
+        )
+    return await _call_when_ready(handle, listed[name], args, context)
+
+
 class McpToolRegistry(ToolRegistry):
     """The tools of ``base`` followed by those the servers of ``handles`` offer now; the MCP part follows
     each server's tool list as it changes (a call to a tool no longer listed is ``invalid``)."""
@@ -183,11 +214,14 @@ class McpToolRegistry(ToolRegistry):
         """The servers whose tools this registry offers."""
         return self._handles
 
-    def _not_listed_yet(self, name: str) -> ToolResultError | None:
-        """An error for a call to a server whose tools are not known yet (it has not started once)."""
+    def _not_listed_yet(self, name: str) -> McpTool | ToolResultError | None:
+        """For a call to a server whose tools are not known yet (it has not started once): a tool that waits
+        for the list while the server starts, an error once it has failed."""
         for handle in self._handles:
             if name.startswith(handle.name + _SEPARATOR) and not handle.remote_tools():
                 state = handle.state()
+                if state.status in (ServerStatus.STARTING, ServerStatus.RESTARTING):
+                    return _pending_tool(handle, name)
                 why = f"; last error: {state.last_error}" if state.last_error else ""
                 return ToolResultError(
                     name,
@@ -234,8 +268,9 @@ class McpToolRegistry(ToolRegistry):
         tools = self._all()
         found = tools.get(name)
         unlisted = None if found is not None else self._not_listed_yet(name)
-        if unlisted is not None:
+        if isinstance(unlisted, ToolResultError):
             return unlisted
+        found = found or unlisted
         if found is None:
             available = ", ".join(f"`{each}`" for each in tools) or "none"
             return ToolResultError(name, f"unknown tool `{name}`; available tools: {available}")

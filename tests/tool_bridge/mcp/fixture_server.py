@@ -1,5 +1,5 @@
 """An MCP server for the tests, written with the SDK: ``python fixture_server.py [--http PORT] [--garbage]
-[--silent] [--pidfile PATH]``.
+[--silent] [--pidfile PATH] [--delay SECONDS]``.
 
 Tools: ``echo`` (answers its text), ``die`` (exits mid-call with a code), ``hang`` (blocks its whole
 event loop, so it answers nothing, pings included), ``slow`` (sleeps, cancellable), ``spawn_child``
@@ -96,7 +96,9 @@ def main() -> None:
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--pidfile", default="")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before serving")
     options = parser.parse_args()
+    time.sleep(options.delay)
     if options.pidfile:
         with open(options.pidfile, "w") as out:
             out.write(f"{os.getpid()}\n")
