@@ -127,5 +127,4 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
         session_runtime_.generation += 1
         return Supervisor(children, strategy=Strategy.ONE_FOR_ONE, intensity=parts.intensity)
 
-    starting = 5.0 + (parts.mcp.start_timeout if parts.mcp is not None else 0.0)
-    return ChildSpec(name, subtree, shutdown_timeout=parts.tools.kill_after + 15.0, start_timeout=starting)
+    return ChildSpec(name, subtree, shutdown_timeout=parts.tools.kill_after + 15.0)

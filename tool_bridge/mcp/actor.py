@@ -32,9 +32,6 @@ __all__ = ["McpServerActor", "ReconnectMcp", "mcp_supervisor_spec", "require_sdk
 
 logger = logging.getLogger("turnkeep.tool_bridge.mcp")
 
-_SETTLED = "settled"
-_SETTLE_SLACK = 5.0
-_SETTLE_CAP = 3.0
 _STOP_WAIT = 8.0
 """How long stopping the actor waits for its server to be stopped (terminate, grace, kill, reap)."""
 
@@ -223,13 +220,10 @@ def mcp_supervisor_spec(
     environ: Mapping[str, str] | None = None,
     chaos: ChaosPolicy | None = None,
 ) -> ChildSpec:
-    """A supervisor (``one_for_one``) with one `McpServerActor` per handle, each at ``<name>/<server>``,
-    and after them an actor whose start waits until every server is ready or has failed, at most
-    ``_SETTLE_CAP`` seconds (less than a session's address waits for its actors to come up): whatever starts
-    after the supervisor (a session's tools and turn loop) usually finds the servers' tools listed, and a
-    call to a server still starting waits for it. The servers start at the same time. An actor's restarts
-    are its own business (its server's failures are counted by its machine), so the supervisor allows
-    many."""
+    """A supervisor (``one_for_one``) with one `McpServerActor` per handle, each at ``<name>/<server>``.
+    Its start does not wait for the servers (they start at the same time, on the IoLoop): a call to a
+    server still starting waits for it. An actor's restarts are its own business (its server's failures
+    are counted by its machine), so the supervisor allows many."""
     children = [
         ChildSpec(
             handle.name,
@@ -239,35 +233,11 @@ def mcp_supervisor_spec(
         )
         for handle in handles
     ]
-    longest = max((handle.settings.startup_timeout for handle in handles), default=0.0)
-    settle = min(longest + _SETTLE_SLACK, _SETTLE_CAP)
-    children.append(
-        ChildSpec(_SETTLED, _settled_factory(handles, settle), start_timeout=settle + _SETTLE_SLACK)
-    )
     return ChildSpec(
         name,
         lambda: Supervisor(children, strategy=Strategy.ONE_FOR_ONE, intensity=RestartIntensity(1000, 5.0)),
         shutdown_timeout=_STOP_WAIT + 8.0,
-        start_timeout=settle + 3 * _SETTLE_SLACK,
     )
-
-
-class _Settled(Actor):
-    """Waits, when it starts, until each server is ready, unavailable or stopped (bounded); then idles."""
-
-    def __init__(self, handles: Sequence[McpServerHandle], timeout: float) -> None:
-        super().__init__()
-        self._handles = tuple(handles)
-        self._timeout = timeout
-
-    def on_start(self) -> None:
-        deadline = time.monotonic() + self._timeout
-        for handle in self._handles:
-            handle.wait_settled(max(0.0, deadline - time.monotonic()))
-
-
-def _settled_factory(handles: Sequence[McpServerHandle], timeout: float) -> Any:
-    return lambda: _Settled(handles, timeout)
 
 
 def _factory(handle: McpServerHandle, workspace: Path, environ: Mapping[str, str] | None) -> Any:

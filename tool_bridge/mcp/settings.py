@@ -18,9 +18,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 def server_name_ok(name: str) -> bool:
     """Whether ``name`` can name a server: 1-32 letters, digits, ``_`` or ``-``, not containing ``__``
-    (the separator of the tool names the model sees, ``NAME__tool``), and not ``settled`` (a name the
-    servers' supervisor uses)."""
-    return bool(_NAME.match(name)) and "__" not in name and name != "settled"
+    (the separator of the tool names the model sees, ``NAME__tool``)."""
+    return bool(_NAME.match(name)) and "__" not in name
 
 
 def _duration(value: object) -> bool:

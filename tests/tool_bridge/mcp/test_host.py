@@ -13,6 +13,7 @@ from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
 from shell import events as ev
 from shell.host import AgentHost
 from shell.messages import Subscribe, UserPrompt
+from tests._waiting import wait_until
 from tests.shell.test_host import KEY, settings_for
 from tests.tool_bridge.mcp.conftest import alive, fixture_settings, read_pid
 from tool_bridge.mcp import McpServerSettings
@@ -69,8 +70,8 @@ def test_a_session_scope_server_runs_in_the_session_workspace_and_is_gone_after_
             address.ask(Subscribe(inbox))
             server = read_pid(pidfile)
             assert Path(f"/proc/{server}/cwd").resolve() == (tmp_path / "ws").resolve()
-            offered = [spec.name for spec in host._sessions["s1"].runtime.tool_specs]
-            assert "own__spawn_child" in offered, "its tools are offered before the first turn"
+            runtime = host._sessions["s1"].runtime
+            assert wait_until(lambda: "own__spawn_child" in [spec.name for spec in runtime.tool_specs])
             address.ask(UserPrompt("leave a child behind"))
             while not isinstance(event := inbox.get(timeout=30), ev.TERMINAL_EVENTS):
                 pass

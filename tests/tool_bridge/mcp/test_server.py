@@ -63,7 +63,7 @@ def test_permission_rules_and_argument_patterns_apply_to_mcp_tools(make_mcp_rig:
 
 def test_a_call_to_a_server_still_starting_waits_for_its_tool_list(make_mcp_rig: MakeMcpRig) -> None:
     mcp = make_mcp_rig(fixture_settings(None, "--delay", "4"), ready=False)
-    assert mcp.status() is ServerStatus.STARTING, "its supervisor waits 3 s at most"
+    assert mcp.status() is ServerStatus.STARTING
     mcp.rig.run(call("c1", "fx__echo", text="worth the wait"), call("c2", "fx__nothing"))
     echoed, unknown = mcp.rig.finished(timeout=20).outcomes
     assert (echoed.status, echoed.content) == (ToolStatus.OK, "worth the wait")
