@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 import msgspec
 
 from sampler.retry import RetryPolicy
+from tool_bridge.mcp.settings import McpServerSettings
 
 from ._cluster_settings import ClusterSettings
 from ._gate_settings import ProviderLimits
@@ -397,6 +398,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pricing: dict[str, Price] = {}
     """``[pricing."model"]``: the price of each model (per million input, output, cached input tokens);
     a model without one has no cost. No price is built in."""
+    mcp_servers: dict[str, McpServerSettings] = msgspec.field(default_factory=dict)
+    """The ``[mcp_servers.NAME]`` tables: MCP tool servers (see the README)."""
 
     def replace(self, **sections: _Section) -> Settings:
         """A copy with whole sections replaced, such as ``settings.replace(window=WindowSettings(...))``."""

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, SamplerSettings, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
+from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp
 
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
@@ -74,6 +76,7 @@ class _Session:
     workspace: Path
     runtime: SessionRuntime
     parts: SessionParts
+    mcp: tuple[McpServerHandle, ...] = ()
     active: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -110,6 +113,7 @@ class AgentHost:
         )
         self._permissions = permissions or (lambda: _policy_from_settings(settings))
         self._chaos = chaos or SessionChaos()
+        self.mcp = McpServers(settings.mcp_servers, chaos=self._chaos.mcp)
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
         self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
@@ -117,6 +121,7 @@ class AgentHost:
             settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
         )
         """The environment and sandbox of the built-in ``shell`` tool's commands."""
+        self.mcp.use_session_environment(self.tool_isolation.env)
         self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self._sessions: dict[str, _Session] = {}
@@ -150,6 +155,7 @@ class AgentHost:
         if self.telemetry is not None:
             self.system.observe(self.telemetry.supervision)
             self.system.dead_letters.subscribe(self.telemetry.dead_letter)
+        self.mcp.start(self.system, self.supervisor, Path.cwd())
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -222,7 +228,12 @@ class AgentHost:
             session = self._sessions.get(session_id)
         if session is None:
             return f"session {session_id!r} is not open in this host"
-        return ("active; " if session.active else "passivated; ") + session.runtime.describe()
+        servers = self.mcp.describe(session.mcp)
+        return (
+            ("active; " if session.active else "passivated; ")
+            + session.runtime.describe()
+            + (f"; {servers}" if servers else "")
+        )
 
     def describe_gate(self) -> str:
         """A one-line account of the provider gate: requests in flight, waiting by priority, cool-down and
@@ -231,6 +242,26 @@ class AgentHost:
             return "provider gate: disabled"
         snapshot = self.provider_gate.ask(GetGateStatus())
         return str(snapshot.describe())
+
+    def mcp_servers(self) -> list[McpServerHandle]:
+        """Every MCP server of the host: its own, then each open session's."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        return [*self.mcp.host_handles, *(handle for session in sessions for handle in session.mcp)]
+
+    def reconnect_mcp(self, name: str, session_id: str | None = None) -> bool:
+        """Start the MCP server ``name`` again now (the session's own when ``session_id`` has one by that
+        name, else the host's), an unavailable one included; False when there is no such server."""
+        with self._lock:
+            session = self._sessions.get(session_id) if session_id is not None else None
+        if session is not None and any(handle.name == name for handle in session.mcp):
+            target = self._path(session.record_id).member(f"{MCP_CHILD}/{name}")
+        elif any(handle.name == name for handle in self.mcp.host_handles):
+            target = f"{self.supervisor.name}/{MCP_CHILD}/{name}"
+        else:
+            return False
+        self.system.address(target).tell(ReconnectMcp())
+        return True
 
     def close(self, session_id: str) -> None:
         """Stop the session's subtree (cancelling its turn as aborted) and mark it closed in the store."""
@@ -338,7 +369,8 @@ class AgentHost:
             step_probe_after=s.timeouts.connect + s.timeouts.idle,
             price=s.pricing.get(s.provider.model),
         )
-        registry = self._registry()
+        servers = self.mcp.session_handles()
+        registry = self.mcp.registry(self._registry(), servers)
         parts = SessionParts(
             options=options,
             chat=ChatStateOptions(
@@ -368,11 +400,20 @@ class AgentHost:
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
             gate=gate,
+            mcp=self.mcp.session_spec(servers, workspace),
         )
         runtime = session_runtime(parts, self.gate, self._shared(registry))
+        held = weakref.ref(runtime)
+
+        def offer(current: ToolRegistry) -> None:
+            alive = held()
+            if alive is not None:
+                alive.tool_specs = tool_specs(current)
+
+        self.mcp.follow_tools(servers, registry, offer)
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
-        return _Session(session_id, workspace, runtime, parts)
+        return _Session(session_id, workspace, runtime, parts, servers)
 
     def _session_counts(self) -> tuple[int, int]:
         """(active, passivated) sessions open in the host."""

@@ -33,6 +33,8 @@ class SessionChaos:
     tools: ChaosPolicy | None = None
     provider_gate: ChaosPolicy | None = None
     """The host's provider gate, shared by the sessions: a host given this chaos crashes it too."""
+    mcp: ChaosPolicy | None = None
+    """Crashes the MCP server actors (host and session scope alike)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class SessionParts:
     redact_tool_output: Callable[[str], str] | None = redact_known
     """Applied to every tool result and echoed tool argument before the session sees it: by default the
     process's known secrets are replaced by their markers."""
+    mcp: ChildSpec | None = None
+    """The supervisor of the session's own MCP servers (``scope = "session"``), started before its tools."""
     intensity: RestartIntensity = field(default_factory=lambda: RestartIntensity(30, 5.0))
     """A session's actors restart cheaply (state lives in the store and outside the actors), so a burst of
     crashes is ridden out; beyond it the subtree restarts as a whole under the host."""
@@ -98,6 +102,7 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
             chaos=chaos.chat_state,
         ),
         ChildSpec("sampler", lambda: SamplerActor(sampler_runtime), chaos=chaos.sampler),
+        *([parts.mcp] if parts.mcp is not None else []),
         ChildSpec(
             "tools",
             lambda: ToolSupervisor(

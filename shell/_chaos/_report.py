@@ -72,6 +72,8 @@ class ChaosReport(msgspec.Struct, frozen=True):
     replay: str
     rate_limit: float | None = None
     """Requests per second the embedded provider allowed (None: no limit)."""
+    mcp_kills: int = 0
+    """MCP server processes SIGKILLed by the run (``--mcp-crash-rate``)."""
 
 
 def replay_command(
@@ -83,6 +85,7 @@ def replay_command(
     profile: str,
     as_json: bool = False,
     rate_limit: float | None = None,
+    mcp_crash_rate: float = 0.0,
 ) -> str:
     """The command line that runs the same workload with the same faults again."""
     command = (
@@ -91,6 +94,8 @@ def replay_command(
     )
     if rate_limit is not None:
         command += f" --rate-limit {rate_limit:g}"
+    if mcp_crash_rate:
+        command += f" --mcp-crash-rate {mcp_crash_rate:g}"
     return command + (" --json" if as_json else "")
 
 
@@ -174,6 +179,7 @@ def _build_report(
     tally: _Tally,
     runtime: dict[str, int],
     violations: list[str],
+    mcp_kills: int = 0,
 ) -> ChaosReport:
     turns = [t for log in logs for t in log.turns]
     events: collections.Counter[str] = collections.Counter()
@@ -185,7 +191,7 @@ def _build_report(
         if turn.plan.cancel is not None and turn.number is not None:
             cancels[turn.cancel or "turn ended first"] += 1
     compactions = sum(t.compactions_ok for t in turns)
-    watched = (*MEMBERS, "session_supervisor", "provider_gate")
+    watched = (*MEMBERS, "session_supervisor", "provider_gate", "mcp")
     crashes = {kind: tally.injected[kind] for kind in watched if tally.injected[kind]}
     # Tool actors are the only other actors with a chaos policy, and they are not watched.
     crashes["tool actor"] = runtime.get("chaos_crashes", 0) - sum(tally.injected.values())
@@ -237,8 +243,10 @@ def _build_report(
             actor_crash_rate=options["actor_crash_rate"],
             profile=options["profile"],
             rate_limit=options.get("rate_limit"),
+            mcp_crash_rate=options.get("mcp_crash_rate", 0.0),
         ),
         rate_limit=options.get("rate_limit"),
+        mcp_kills=mcp_kills,
     )
 
 
@@ -272,6 +280,7 @@ def print_report(report: ChaosReport) -> None:
         *((f"tool calls: {status}", n) for status, n in report.tool_calls.items()),
         *((f"cancel: {result}", n) for result, n in report.cancels.items()),
         ("prompts refused (sent again)", report.prompts_refused),
+        *((("MCP server processes killed", report.mcp_kills),) if report.mcp_kills else ()),
     ]
     table("faults and recoveries", ("what", "count"), recoveries)
     kinds = [*report.crashes, *report.other_crashes, *report.escalations, *report.killed]

@@ -27,17 +27,21 @@ from sampler.fake import (
     RateLimit,
     TokenExpiry,
 )
+from tool_bridge.mcp import MCP_CHILD
 
+from ..config import Settings
 from ..credentials import OAuthCredential
 from ..host import AgentHost
 from ..session_path import MEMBERS, SessionPath
 from ..session_tree import SessionChaos
 from ._bound import turn_bound
 from ._driving import _drive, _Limits, _SessionLog
+from ._mcp import MCP_NAME, MCP_SCRIPT, McpKiller, mcp_settings
 from ._report import ChaosReport, _build_report, _store_violations, _turn_violations, print_report
 from ._resources import Resources, _settle, leaks
 from ._tallies import _Tally, _Watcher
 from ._workload import (
+    _MARK,
     _MAX_BODY_BYTES,
     _MODEL_CALLS,
     _PROVIDER_WINDOW,
@@ -61,6 +65,7 @@ def run(
     as_json: bool = False,
     cancel_rate: float = 0.1,
     rate_limit: float | None = None,
+    mcp_crash_rate: float = 0.0,
 ) -> int:
     """Run the chaos workload, print the report (a table, or JSON with ``as_json``), and return the exit
     code: 0 when no invariant was violated, 1 otherwise. Raises ValueError for an unknown ``profile`` or
@@ -73,6 +78,7 @@ def run(
         profile=profile,
         cancel_rate=cancel_rate,
         rate_limit=rate_limit,
+        mcp_crash_rate=mcp_crash_rate,
     )
     if as_json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
@@ -90,14 +96,18 @@ def chaos_run(
     profile: str = "light",
     cancel_rate: float = 0.1,
     rate_limit: float | None = None,
+    mcp_crash_rate: float = 0.0,
 ) -> ChaosReport:
     """Run the chaos workload and return its report; see :func:`run`. With ``rate_limit`` (requests per
     second), the embedded provider allows no more, in a bucket of one second's worth, answering 429 with
-    Retry-After and rate-limit headers beyond it: every session's requests pass the host's provider gate."""
+    Retry-After and rate-limit headers beyond it: every session's requests pass the host's provider gate.
+    With ``mcp_crash_rate`` > 0 every session also has a stdio MCP server (half of the turns call it) whose
+    actor crashes with that probability per message and whose process is SIGKILLed with it every quarter
+    second."""
     if sessions < 1 or turns < 1:
         raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
-    if not 0.0 <= actor_crash_rate <= 1.0 or not 0.0 <= cancel_rate <= 1.0:
-        raise ValueError("actor_crash_rate and cancel_rate must be within [0, 1]")
+    if not all(0.0 <= rate <= 1.0 for rate in (actor_crash_rate, cancel_rate, mcp_crash_rate)):
+        raise ValueError("actor_crash_rate, cancel_rate and mcp_crash_rate must be within [0, 1]")
     if rate_limit is not None and not rate_limit > 0:
         raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
     faults = FaultPlan.profile(profile, seed=seed, stall_hangs=True)
@@ -109,8 +119,9 @@ def chaos_run(
         "profile": profile,
         "cancel_rate": cancel_rate,
         "rate_limit": rate_limit,
+        **({"mcp_crash_rate": mcp_crash_rate} if mcp_crash_rate else {}),
     }
-    plans = _plan(seed, sessions, turns, cancel_rate)
+    plans = _plan(seed, sessions, turns, cancel_rate, mcp=mcp_crash_rate > 0)
     workers = min(sessions, 16)
     slots = max(1, workers // 2)
     mark = f"{os.getpid()}-{seed}-{time.time_ns()}"
@@ -123,7 +134,7 @@ def chaos_run(
         root = Path(tmp)
         provider = FakeProvider(
             _SCRIPTS["answer"],
-            scripts=_SCRIPTS,
+            scripts={**_SCRIPTS, "mcp": MCP_SCRIPT},
             faults=faults,
             context_window=_PROVIDER_WINDOW,
             max_body_bytes=_MAX_BODY_BYTES,
@@ -135,6 +146,8 @@ def chaos_run(
         provider.start()
         try:
             settings = _settings(provider.base_url, root / "sessions.db", slots)
+            if mcp_crash_rate > 0:
+                settings = _with_mcp(settings, mark)
             system = ActorSystem(ask_timeout=settings.timeouts.ask)
             bound = turn_bound(
                 settings,
@@ -146,13 +159,20 @@ def chaos_run(
                 gate_wait=0.0 if rate_limit is None else slots / rate_limit,
             )
             policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
+            mcp_policy = ChaosPolicy(seed=seed, crash_probability=mcp_crash_rate)
             chaos = SessionChaos(
-                session=policy, chat_state=policy, sampler=policy, tools=policy, provider_gate=policy
+                session=policy,
+                chat_state=policy,
+                sampler=policy,
+                tools=policy,
+                provider_gate=policy,
+                mcp=mcp_policy,
             )
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
             host: AgentHost | None = None
+            mcp_kills = 0
             try:
                 system.dead_letters.subscribe(tally.dead_letter)
                 watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
@@ -172,7 +192,9 @@ def chaos_run(
                     gate=_describe_gate(host),
                     describe=host.describe,
                 )
-                violations += _drive_all(host, root, logs, limits, workers, system, watcher)
+                with McpKiller(host.mcp_servers, mcp_crash_rate, seed) as killer:
+                    violations += _drive_all(host, root, logs, limits, workers, system, watcher)
+                mcp_kills = killer.kills
             finally:
                 violations += _shut_down(host, system)
             runtime = system.metrics()
@@ -188,6 +210,7 @@ def chaos_run(
         violations += [f"an actor crashed by itself: {error}" for error in tally.other_errors]
     violations += [f"left behind: {leak}" for leak in leaks(before, _settle(before, mark))]
     return _build_report(
+        mcp_kills=mcp_kills,
         options=options,
         duration=time.monotonic() - started,
         bound=bound,
@@ -197,6 +220,15 @@ def chaos_run(
         runtime=runtime,
         violations=violations,
     )
+
+
+def _with_mcp(settings: Settings, mark: str) -> Settings:
+    """``settings`` with the chaos MCP server for every session, its tools allowed."""
+    tools = msgspec.structs.replace(
+        settings.tools, allow=[*settings.tools.allow, f"{MCP_NAME}__echo", f"{MCP_NAME}__slow"]
+    )
+    servers = {MCP_NAME: mcp_settings(_MARK, mark, settings.tools.shell_timeout)}
+    return msgspec.structs.replace(settings, tools=tools, mcp_servers=servers)
 
 
 def _drive_all(
@@ -240,7 +272,7 @@ def _watch(system: ActorSystem, watcher: Address, session_id: str, host: AgentHo
     path = SessionPath(session_id, host.supervisor.name)
     # Watching before the session starts is allowed: an address exists before its actor does.
     system.watch(system.address(path.subtree), watcher)
-    for kind in MEMBERS:
+    for kind in (*MEMBERS, f"{MCP_CHILD}/{MCP_NAME}"):
         system.watch(system.address(path.member(kind)), watcher)
 
 

@@ -95,8 +95,10 @@ class _SessionPlan:
     turns: tuple[_TurnPlan, ...]
 
 
-def _plan(seed: int, sessions: int, turns: int, cancel_rate: float) -> list[_SessionPlan]:
+def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = False) -> list[_SessionPlan]:
     rng = random.Random(f"turnkeep-chaos/{seed}")
+    # Its own generator, so that a run without MCP draws exactly what it drew before MCP existed.
+    mcp_rng = random.Random(f"turnkeep-chaos-mcp/{seed}")
     plans = []
     for s in range(sessions):
         oversized_turn = turns - 1 if turns > 1 and rng.random() < 0.1 else None
@@ -120,6 +122,10 @@ def _plan(seed: int, sessions: int, turns: int, cancel_rate: float) -> list[_Ses
                     cancel = _CancelPlan(after_events=rng.randint(1, 8))
                 else:
                     cancel = _CancelPlan(after_seconds=rng.uniform(0.0, 0.8))
+            if mcp and mcp_rng.random() < 0.5:
+                # Drawn last, so that every other draw is the one a run without MCP makes.
+                text, images = text.replace(f"[[script:{script}]]", "[[script:mcp]]"), ()
+                script = "mcp"
             turn_plans.append(_TurnPlan(t, text, script, images, cancel, oversized))
         plans.append(_SessionPlan(f"session {s + 1}", f"chaos-{seed}-{s + 1:03d}", tuple(turn_plans)))
     return plans

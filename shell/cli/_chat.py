@@ -10,6 +10,8 @@ from typing import Literal
 
 from tool_bridge import PermissionDecision, PermissionRequested
 
+from ._mcp import mcp_command
+from ._run import with_mcp_options
 from ._settings import open_host, open_session, settings_from
 from ._turn_view import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_turn
 
@@ -34,7 +36,7 @@ def run(options: argparse.Namespace) -> int:
     session, anything else denies it. Raises :class:`~shell.config.ConfigError` or
     :class:`~shell.cli._settings.CliUsageError` before the first prompt.
     """
-    settings = settings_from(options)
+    settings = with_mcp_options(settings_from(options), options.mcp)
     if sys.stdin.isatty():
         with suppress(ImportError):
             importlib.import_module("readline")  # line editing and history for input()
@@ -70,6 +72,9 @@ def run(options: argparse.Namespace) -> int:
                 if text == _STATUS:
                     agent_host = host.agent_host
                     sys.stderr.write(f"[{agent_host.describe(session.id)}]\n[{agent_host.describe_gate()}]\n")
+                    continue
+                if text.split()[0] == "/mcp":
+                    sys.stderr.write(mcp_command(host, session, text) + "\n")
                     continue
                 interrupts.count = 0
                 if drive_turn(session, text, view, interrupts, ask) is None:

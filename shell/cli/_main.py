@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from actors import ActorError
 from sampler.fake import PROFILES, FakeProvider, serve_forever
+from tool_bridge.mcp import McpError
 
 from ..config import ConfigError
 from ..host import HostError
@@ -51,6 +52,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _run.add_arguments(run)
 
     chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
+    _run.add_mcp_option(chat)
     add_host_options(chat)
 
     serve = commands.add_parser("serve", help="the host as an HTTP service with event streams and a console")
@@ -88,6 +90,13 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="R",
         help="the embedded provider allows R requests per second (429 with Retry-After beyond)",
     )
+    chaos.add_argument(
+        "--mcp-crash-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="give every session a stdio MCP server, crash its actor and kill its process with probability P",
+    )
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -97,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = _build_parser().parse_args(argv)
     try:
         return _dispatch(options)
-    except (ConfigError, CliUsageError) as error:
+    except (ConfigError, CliUsageError, McpError) as error:
         return _fail(EXIT_USAGE, str(error))
     except (HostError, StoreError) as error:
         return _fail(EXIT_FAILED, str(error))
@@ -136,6 +145,7 @@ def _dispatch(options: argparse.Namespace) -> int:
                 rate_limit=options.rate_limit,
                 profile=options.fault_profile,
                 as_json=options.json,
+                mcp_crash_rate=options.mcp_crash_rate,
             )
         except ValueError as error:
             raise CliUsageError(str(error)) from error

@@ -5,16 +5,46 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._settings import open_host, open_session, settings_from
+import msgspec
+
+from tool_bridge.mcp import McpSettingsError, parse_mcp_option
+
+from ..config import Settings
+from ._settings import CliUsageError, open_host, open_session, settings_from
 from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "add_mcp_option", "run", "with_mcp_options"]
+
+
+def with_mcp_options(settings: Settings, options: list[str]) -> Settings:
+    """``settings`` with a stdio MCP server for each ``NAME=COMMAND`` of ``options`` (over a configured
+    server of the same name). Raises `CliUsageError` for an option it cannot read."""
+    servers = dict(settings.mcp_servers)
+    for option in options:
+        try:
+            name, server = parse_mcp_option(option)
+        except McpSettingsError as exc:
+            raise CliUsageError(str(exc)) from None
+        servers[name] = server
+    return msgspec.structs.replace(settings, mcp_servers=servers) if options else settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``run``'s own arguments (the host options are added by the caller)."""
     parser.add_argument("--json", action="store_true", help="write every event as a JSON line on stdout")
+    add_mcp_option(parser)
     parser.add_argument("prompt", help="what to ask")
+
+
+def add_mcp_option(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--mcp NAME=COMMAND`` option."""
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="run the MCP server COMMAND (a command line); its tools are NAME__tool (repeatable)",
+    )
 
 
 def run(options: argparse.Namespace) -> int:
@@ -24,7 +54,7 @@ def run(options: argparse.Namespace) -> int:
     the ``shell`` tool runs with is said once on stderr before the turn (after the session is found). Raises
     :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
-    settings = settings_from(options)
+    settings = with_mcp_options(settings_from(options), options.mcp)
     view: View = JsonView() if options.json else TextView()
     interrupts = Interrupts()
     with interrupts.counting():

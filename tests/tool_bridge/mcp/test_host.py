@@ -1,0 +1,82 @@
+"""MCP servers in a host: a third-party server from the package index called by a turn through the
+embedded provider, a session's own server started in its workspace, and nothing left after shutdown."""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+from pathlib import Path
+
+from sampler import ToolMessage
+from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
+from shell import events as ev
+from shell.host import AgentHost
+from shell.messages import Subscribe, UserPrompt
+from tests._waiting import wait_until
+from tests.shell.test_host import KEY, settings_for
+from tests.tool_bridge.mcp.conftest import alive, fixture_settings, read_pid
+from tool_bridge.mcp import McpServerSettings
+
+TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
+
+
+def _tool_results(host: AgentHost, session_id: str) -> list[tuple[str, bool]]:
+    return [
+        (m.message.result.content, m.message.result.is_error)
+        for m in host.store.load_messages(session_id)
+        if isinstance(m.message, ToolMessage)
+    ]
+
+
+def test_a_turn_calls_the_reference_time_server_installed_from_the_package_index(tmp_path: Path) -> None:
+    script = Script.task(
+        [ToolStep([("time__get_current_time", {"timezone": "Asia/Tokyo"})]), FinalAnswer("It is late.")]
+    )
+    time_server = McpServerSettings(command=str(TIME_SERVER), args=["--local-timezone", "UTC"])
+    with FakeProvider(script) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_TOOLS__ALLOW="time__get_current_time")
+        with AgentHost(settings.replace(mcp_servers={"time": time_server}), credentials=KEY) as host:  # type: ignore[arg-type]
+            address = host.open(tmp_path / "ws", session_id="s1")
+            assert "MCP time: ready" in host.describe("s1")
+            inbox: queue.Queue[object] = queue.Queue()
+            address.ask(Subscribe(inbox))
+            address.ask(UserPrompt("what time is it in Tokyo?"))
+            while not isinstance(event := inbox.get(timeout=30), ev.TERMINAL_EVENTS):
+                pass
+            assert isinstance(event, ev.TurnCompleted), event
+            results = _tool_results(host, "s1")
+            offered = [spec.name for spec in host._sessions["s1"].runtime.tool_specs]
+    assert "time__get_current_time" in offered and "time__convert_time" in offered
+    ((content, is_error),) = results
+    assert not is_error
+    assert json.loads(content)["timezone"] == "Asia/Tokyo"
+
+
+def test_a_session_scope_server_runs_in_the_session_workspace_and_is_gone_after_shutdown(
+    tmp_path: Path,
+) -> None:
+    pidfile, childfile = tmp_path / "server.pid", tmp_path / "child.pid"
+    script = Script.task(
+        [ToolStep([("own__spawn_child", {"pidfile": str(childfile)})]), FinalAnswer("spawned")]
+    )
+    own = fixture_settings(pidfile, scope="session")
+    with FakeProvider(script) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_TOOLS__ALLOW="own__spawn_child")
+        with AgentHost(settings.replace(mcp_servers={"own": own}), credentials=KEY) as host:  # type: ignore[arg-type]
+            address = host.open(tmp_path / "ws", session_id="s1")
+            inbox: queue.Queue[object] = queue.Queue()
+            # The first message starts the session's subtree, its own server first.
+            address.ask(Subscribe(inbox))
+            server = read_pid(pidfile)
+            assert Path(f"/proc/{server}/cwd").resolve() == (tmp_path / "ws").resolve()
+            runtime = host._sessions["s1"].runtime
+            assert wait_until(lambda: "own__spawn_child" in [spec.name for spec in runtime.tool_specs])
+            address.ask(UserPrompt("leave a child behind"))
+            while not isinstance(event := inbox.get(timeout=30), ev.TERMINAL_EVENTS):
+                pass
+            assert isinstance(event, ev.TurnCompleted), event
+            assert _tool_results(host, "s1") == [(f"spawned {read_pid(childfile)}", False)]
+            grandchild = read_pid(childfile)
+            assert "MCP own: ready, 7 tools, 0 restarts" in host.describe("s1")
+    assert not alive(server) and not alive(grandchild)
