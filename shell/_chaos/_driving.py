@@ -57,6 +57,10 @@ class _Limits:
     describe: Callable[[str], str] = lambda session_id: "no account of the session"
 
 
+_OPEN_TRIES = 10
+"""Asks for a session's subscription before its opening counts as failed."""
+
+
 def _ask(address: Address, message: Any, timeout: float, *, tries: int = _ASK_TRIES) -> Any:
     """Ask, again when the message was surely not handled (an injected crash, a restart in progress)."""
     for attempt in range(tries):
@@ -75,7 +79,9 @@ def _drive(host: AgentHost, root: Path, plan: _SessionPlan, log: _SessionLog, li
     try:
         address = host.open(root / plan.session_id, session_id=plan.session_id)
         events: queue.Queue[Any] = queue.Queue()
-        _ask(address, Subscribe(events), limits.ask_timeout)
+        # The first message starts the session's actors; an injected crash may end a few incarnations in
+        # a row on it (each ask that meets one fails, as it should), so opening asks more often.
+        _ask(address, Subscribe(events), limits.ask_timeout, tries=_OPEN_TRIES)
     except Exception as exc:
         log.problems.append(f"{plan.label}: the session could not be opened: {exc!r}")
         log.turns = [_TurnLog(turn) for turn in plan.turns]
