@@ -16,21 +16,29 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
-from sampler import Message, SamplerSettings, ToolSpec
+from sampler import Message, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
-from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, ToolRegistry, builtin_registry
+from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
 from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp
 
+from ._from_settings import (
+    chat_options,
+    credentials_from_settings,
+    policy_from_settings,
+    sampler_settings,
+    session_options,
+    tool_bridge_settings,
+)
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
 from ._protocol import GetHistory
 from ._tool_settings import tool_isolation, watch_host_secrets
-from .chat_state import ChatStateOptions, write_to_store
+from .chat_state import write_to_store
 from .config import Settings
-from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
+from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
-from .session import SessionOptions, SessionRuntime
+from .session import SessionRuntime
 from .session_path import SessionPath
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
@@ -50,24 +58,6 @@ run), and only restarts at a rate no set of sessions produces on its own make th
 
 class HostError(Exception):
     """A host operation cannot be done: an unknown session, a closed host."""
-
-
-def credentials_from_settings(
-    settings: Settings, environ: dict[str, str] | None = None
-) -> CredentialProvider:
-    """The credential provider the provider settings describe (env var, file, OAuth refresh, or none)."""
-    import os
-
-    env = dict(os.environ if environ is None else environ)
-    provider = settings.provider
-    if provider.oauth_token_url and provider.refresh_token_env:
-        refresh = env.get(provider.refresh_token_env)
-        if refresh:
-            access = env.get(provider.api_key_env) if provider.api_key_env else None
-            return OAuthCredential(provider.oauth_token_url, refresh, access_token=access)
-    if provider.api_key_env or provider.api_key_file:
-        return StaticKey(env_var=provider.api_key_env, file=provider.api_key_file, environ=env)
-    return NoCredentials()
 
 
 @dataclass(eq=False)
@@ -111,7 +101,7 @@ class AgentHost:
                 shell_sandbox=self.tool_isolation.sandbox,
             )
         )
-        self._permissions = permissions or (lambda: _policy_from_settings(settings))
+        self._permissions = permissions or (lambda: policy_from_settings(settings))
         self._chaos = chaos or SessionChaos()
         self.mcp = McpServers(settings.mcp_servers, chaos=self._chaos.mcp)
         self._owns_system = system is None
@@ -358,45 +348,18 @@ class AgentHost:
                 max_wait=s.provider.limits.max_wait,
                 queued_after=s.provider.limits.queued_after,
             )
-        options = SessionOptions(
-            session_id,
-            s.provider.model,
-            max_steps_per_turn=s.loop_control.max_steps_per_turn,
-            max_output_tokens=s.window.max_output_tokens,
-            compaction_threshold=s.compaction.threshold,
-            max_compactions=s.compaction.max_cycles,
-            min_shrink=s.compaction.min_shrink,
-            step_probe_after=s.timeouts.connect + s.timeouts.idle,
-            price=s.pricing.get(s.provider.model),
-        )
         servers = self.mcp.session_handles()
         registry = self.mcp.registry(self._registry(), servers)
         parts = SessionParts(
-            options=options,
-            chat=ChatStateOptions(
-                session_id,
-                context_window=s.window.context_window,
-                keep_recent_turns=s.compaction.keep_recent_turns,
-            ),
-            sampler=SamplerSettings(
-                base_url=s.provider.base_url,
-                provider=s.provider.kind,
-                headers=dict(s.provider.headers),
-                connect_timeout=s.timeouts.connect,
-                idle_timeout=s.timeouts.idle,
-                policy=s.retry_policy(),
-            ),
+            options=session_options(s, session_id),
+            chat=chat_options(s, session_id),
+            sampler=sampler_settings(s),
             store=self.store,
             workspace=workspace,
             credentials=self._credentials,
             registry=registry,
             policy=self._permissions(),
-            tools=ToolBridgeSettings(
-                abort_grace=s.tools.abort_grace,
-                kill_after=s.tools.kill_after,
-                permission_timeout=s.tools.permission_timeout,
-                output_cap=s.tools.output_cap,
-            ),
+            tools=tool_bridge_settings(s),
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
             gate=gate,
@@ -485,10 +448,3 @@ class AgentHost:
                         self._stop_subtree(session)
                     except Exception:
                         logger.exception("could not passivate session %s", session.record_id)
-
-
-def _policy_from_settings(settings: Settings) -> PermissionPolicy:
-    rules = [PermissionRule(name, "deny") for name in settings.tools.deny]
-    rules += [PermissionRule(name, "allow") for name in settings.tools.allow]
-    rules += [PermissionRule(name, "ask") for name in settings.tools.ask]
-    return PermissionPolicy(rules)
