@@ -15,7 +15,7 @@ import trio
 from ..store import SessionNotFound, SessionStore, StoredEvent
 from ._api import ApiError
 from ._buffer import Delta, Gap, Notice, Stored
-from ._frames import delta_frame, gap_frame, notice_frame, stored_frame
+from ._frames import live_frame, stored_frame
 from ._sse import comment
 from ._wakeup import Inbox
 
@@ -112,14 +112,10 @@ async def firehose(store: SessionStore, start: _Key, inbox: Inbox) -> AsyncItera
             idle = 0.0
             if isinstance(entry, Stored):
                 next_scan = min(next_scan, trio.current_time() + SETTLE)
-            elif isinstance(entry, Delta):
-                yield delta_frame(entry.session, entry.turn, entry.text)
-            elif isinstance(entry, Notice):
-                notice = notice_frame(entry.session, entry.event)
-                if notice is not None:
-                    yield notice
-            elif isinstance(entry, Gap):
-                yield gap_frame(last_id, entry.dropped_bytes)
+            elif isinstance(entry, Delta | Notice | Gap):
+                shown = live_frame(entry, last_id)
+                if shown is not None:
+                    yield shown
         if not entries:
             idle += _POLL
             if idle >= _KEEPALIVE_EVERY:

@@ -15,7 +15,7 @@ import trio
 
 from ..store import SessionStore, StoredEvent
 from ._buffer import Delta, Gap, Notice, Stored
-from ._frames import delta_frame, gap_frame, notice_frame, stored_frame
+from ._frames import live_frame, stored_frame
 from ._sse import comment
 from ._wakeup import Inbox
 
@@ -72,11 +72,7 @@ async def session_events(
                     last = stored.seq
                     yield stored_frame(stored, str(stored.seq))
                 credits -= min(credits, len(new))
-            elif isinstance(entry, Delta):
-                yield delta_frame(entry.session, entry.turn, entry.text)
-            elif isinstance(entry, Notice):
-                notice = notice_frame(entry.session, entry.event)
-                if notice is not None:
-                    yield notice
-            elif isinstance(entry, Gap):
-                yield gap_frame(str(last), entry.dropped_bytes)
+            elif isinstance(entry, Delta | Notice | Gap):
+                shown = live_frame(entry, str(last))
+                if shown is not None:
+                    yield shown
