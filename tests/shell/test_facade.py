@@ -15,7 +15,8 @@ from shell.cluster import HostPool
 from shell.facade import AsyncHost, Host, HostBackend, Mailbox, open_host
 from shell.host import AgentHost, HostError
 from shell.store import open_store
-from tests.shell.test_host import KEY, settings_for
+from tests.shell._settings import settings_for
+from tests.shell.test_host import KEY
 
 
 def test_the_local_host_and_the_pool_are_the_same_kind_of_backend(tmp_path: Path) -> None:

@@ -16,28 +16,14 @@ from sampler import AssistantMessage, ToolMessage, UserMessage
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, ToolStep
 from shell import events as ev
 from shell._protocol import Calibrate
-from shell.config import Settings, load_settings
 from shell.credentials import StaticKey
 from shell.facade import Host
 from shell.host import AgentHost, HostError
 from shell.messages import Subscribe, UserPrompt
 from shell.session_tree import SessionChaos
 from tests.actors.conftest import system_threads
+from tests.shell._settings import settings_for
 from tool_bridge import READ_FILE, ToolRegistry, builtin_registry
-
-
-def settings_for(provider: FakeProvider, tmp_path: Path, **env: str) -> Settings:
-    return load_settings(
-        environ={
-            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
-            "TURNKEEP_PROVIDER__MODEL": "fake-model",
-            "TURNKEEP_STORE__PATH": str(tmp_path / "store.db"),
-            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
-            "TURNKEEP_TIMEOUTS__IDLE": "10",
-            **env,
-        }
-    )
-
 
 KEY = StaticKey(env_var="K", environ={"K": "sk-host-test-1234"})
 

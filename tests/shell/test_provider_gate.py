@@ -12,7 +12,8 @@ from sampler.fake import FakeProvider, Fault, FaultPlan, RateLimit, Script
 from shell import events as ev
 from shell.host import AgentHost
 from shell.messages import Subscribe, UserPrompt
-from tests.shell.test_host import KEY, settings_for
+from tests.shell._settings import settings_for
+from tests.shell.test_host import KEY
 
 DEADLINE = 30.0
 

@@ -32,12 +32,13 @@ from shell.cluster import (  # noqa: E402
     connect,
     load_cluster_settings,
 )
-from shell.config import Settings, load_settings  # noqa: E402
+from shell.config import Settings  # noqa: E402
 from shell.facade import AsyncSession, Host, Session  # noqa: E402
 from shell.host import HostError  # noqa: E402
 from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
 from shell.store import SessionStore  # noqa: E402
 from tests._events import without_usage  # noqa: E402
+from tests.shell._settings import settings_for as shared_settings_for  # noqa: E402
 
 SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
 """A turn that spends 4 s in a tool: long enough to kill its replica under it."""
@@ -75,16 +76,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def settings_for(provider: FakeProvider, directory: Path) -> Settings:
-    return load_settings(
-        environ={
-            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
-            "TURNKEEP_PROVIDER__MODEL": "fake-model",
-            "TURNKEEP_STORE__PATH": str(directory / "store.db"),
-            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
-            "TURNKEEP_TIMEOUTS__IDLE": "10",
-            "TURNKEEP_TOOLS__ALLOW": "shell",
-        }
-    )
+    return shared_settings_for(provider, directory, TURNKEEP_TOOLS__ALLOW="shell")
 
 
 @pytest.fixture(scope="module")

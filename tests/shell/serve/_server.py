@@ -11,25 +11,13 @@ import httpx
 import msgspec
 
 from sampler.fake import FakeProvider
-from shell.config import ServeSettings, Settings, load_settings
+from shell.config import ServeSettings
 from shell.host import AgentHost
 from shell.serve import RunningServer, start_server
+from tests.shell._settings import settings_for
 from tool_bridge import PermissionPolicy, PermissionRule
 
 TOKEN = "test-token-0123456789abcdef"
-
-
-def settings_for(provider: FakeProvider, tmp_path: Path, **env: str) -> Settings:
-    return load_settings(
-        environ={
-            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
-            "TURNKEEP_PROVIDER__MODEL": "fake-model",
-            "TURNKEEP_STORE__PATH": str(tmp_path / "store.db"),
-            "TURNKEEP_RETRY__BASE_DELAY": "0.01",
-            "TURNKEEP_TIMEOUTS__IDLE": "10",
-            **env,
-        }
-    )
 
 
 def ask_for(*tools: str) -> Callable[[], PermissionPolicy]:

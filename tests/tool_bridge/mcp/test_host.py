@@ -14,7 +14,8 @@ from shell import events as ev
 from shell.host import AgentHost
 from shell.messages import Subscribe, UserPrompt
 from tests._waiting import wait_until
-from tests.shell.test_host import KEY, settings_for
+from tests.shell._settings import settings_for
+from tests.shell.test_host import KEY
 from tests.tool_bridge.mcp.conftest import alive, fixture_settings, read_pid
 from tool_bridge.mcp import McpServerSettings
 
