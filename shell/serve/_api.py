@@ -198,3 +198,5 @@ class Supervision(msgspec.Struct, frozen=True):
     """Sessions waiting for a place."""
     provider_gate: str = ""
     """The provider gate's state in one line: requests in flight, waiting by priority, cool-down, budgets."""
+    mcp_servers: list[str] = []
+    """Each MCP server of the host and of its open sessions: ``NAME: status, N tools, N restarts``."""

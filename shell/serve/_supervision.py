@@ -53,4 +53,5 @@ def supervision(host: AgentHost) -> Supervision:
         host.gate.running,
         host.gate.waiting,
         host.describe_gate(),
+        [handle.state().describe() for handle in host.mcp_servers()],
     )

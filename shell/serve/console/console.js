@@ -260,7 +260,8 @@ async function refreshSupervision() {
   try { data = await api("GET", "/v1/supervision"); } catch (error) { return; }
   $("counters").textContent = `${data.restarts} restarts · ${data.crashes} crashes · ${data.dead_letters} dead letters`
     + ` · turns: ${data.turns_running} running, ${data.turns_waiting} waiting at the gate`
-    + (data.provider_gate ? ` · ${data.provider_gate}` : "");
+    + (data.provider_gate ? ` · ${data.provider_gate}` : "")
+    + (data.mcp_servers.length ? ` · MCP ${data.mcp_servers.join("; ")}` : "");
   $("tree").replaceChildren(...data.tree.map(treeNode));
   $("dead-letters").replaceChildren(...data.recent_dead_letters.map((d) =>
     el("li", {}, `${new Date(d.at * 1000).toLocaleTimeString()} ${d.address}: ${d.reason}`)));

@@ -81,3 +81,15 @@ def test_a_session_scope_server_runs_in_the_session_workspace_and_is_gone_after_
             grandchild = read_pid(childfile)
             assert "MCP own: ready, 7 tools, 0 restarts" in host.describe("s1")
     assert not alive(server) and not alive(grandchild)
+
+
+def test_the_serve_supervision_view_shows_the_hosts_mcp_servers(tmp_path: Path) -> None:
+    from shell.serve._supervision import supervision
+
+    time_server = McpServerSettings(command=str(TIME_SERVER), args=["--local-timezone", "UTC"])
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path)
+        with AgentHost(settings.replace(mcp_servers={"time": time_server}), credentials=KEY) as host:  # type: ignore[arg-type]
+            assert wait_until(lambda: "ready" in " ".join(supervision(host).mcp_servers), 30)
+            (line,) = supervision(host).mcp_servers
+    assert line.startswith("time: ready, 2 tools, 0 restarts")
