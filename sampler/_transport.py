@@ -9,6 +9,7 @@ between. It speaks HTTP/1.1 over ``http`` and ``https`` and nothing else: no HTT
 from __future__ import annotations
 
 import math
+import os
 import select
 import ssl
 import urllib.parse
@@ -123,6 +124,15 @@ class TrioTransport(httpx.AsyncBaseTransport):
             for connection in connections:
                 connection.close()
         await trio.lowlevel.checkpoint()
+
+    def close_idle_now(self) -> None:
+        """Close every pooled connection at once, from any thread, even after the trio loop has ended; any
+        later request raises :class:`TransportClosedError`."""
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for connection in connections:
+                connection.close_anywhere()
 
     # -- the pool ---------------------------------------------------------------------------------------
 
@@ -292,6 +302,16 @@ class _Connection:
         # Closing the socket is synchronous and wakes any task blocked on it, so it also works while
         # the surrounding scope is cancelled; a TLS close_notify is not needed after HTTP/1.1 framing.
         self.socket.close()
+
+    def close_anywhere(self) -> None:
+        """Close an idle connection from any thread: outside the trio loop there is no task to wake, so
+        the socket's descriptor is closed directly."""
+        try:
+            self.close()
+        except RuntimeError:
+            descriptor = self.socket.detach()
+            if descriptor >= 0:
+                os.close(descriptor)
 
 
 class _ResponseStream(httpx.AsyncByteStream):

@@ -35,13 +35,14 @@ __all__ = [
 logger = logging.getLogger("turnkeep.sampler")
 
 
-def http_client(settings: SamplerSettings) -> httpx.AsyncClient:
+def http_client(settings: SamplerSettings, transport: TrioTransport | None = None) -> httpx.AsyncClient:
     """A new HTTP client for the sampler's requests to ``settings.base_url``: HTTP/1.1 over trio through
-    :class:`~sampler._transport.TrioTransport` (the leanest path to the first token), or httpx's own
-    transport when the environment configures a proxy for that URL. Use it on trio only."""
+    :class:`~sampler._transport.TrioTransport` (``transport``, or a new one: the leanest path to the first
+    token), or httpx's own transport when the environment configures a proxy for that URL. Use it on trio
+    only."""
     if proxy_configured(settings.base_url):
         return httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=4))
-    return httpx.AsyncClient(transport=TrioTransport(max_keepalive_connections=4))
+    return httpx.AsyncClient(transport=transport or TrioTransport(max_keepalive_connections=4))
 
 
 class Sample(msgspec.Struct, frozen=True, tag=True):
@@ -105,6 +106,7 @@ class SamplerRuntime:
     gate: GateClient | None = None
     """The host's provider gate, when it has one: every attempt passes through it."""
     _client: httpx.AsyncClient | None = None
+    _transport: TrioTransport | None = None
 
     def __post_init__(self) -> None:
         self.rng = _UNSEEDED if self.seed is None else random.Random(self.seed)
@@ -112,8 +114,17 @@ class SamplerRuntime:
     def client(self) -> httpx.AsyncClient:
         """The HTTP client; created on first use, on the IoLoop."""
         if self._client is None:
-            self._client = http_client(self.settings)
+            self._transport = TrioTransport(max_keepalive_connections=4)
+            self._client = http_client(self.settings, self._transport)
         return self._client
+
+    def discard(self) -> None:
+        """Close the client's pooled connections at once, from any thread: for a sampler whose last
+        incarnation could not close them (it crashed, or the trio loop has ended). A later step makes a
+        new client."""
+        transport, self._transport, self._client = self._transport, None, None
+        if transport is not None:
+            transport.close_idle_now()
 
     def describe(self) -> str:
         """A one-line account of the steps running and queued, for diagnostics."""

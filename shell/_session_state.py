@@ -78,7 +78,8 @@ class SessionRuntime:
     """The generation the turn in flight began in."""
     last_active: float = field(default_factory=time.monotonic)
     sampler: SamplerRuntime | None = None
-    """The session's sampler state, when known: only read, for :meth:`describe`."""
+    """The session's sampler state, when known: read for :meth:`describe`; the host closes its connections
+    once the subtree has stopped."""
     probe: Job | None = None
     closing: bool = False
     """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled

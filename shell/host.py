@@ -295,7 +295,7 @@ class AgentHost:
         with self._lock:
             sessions = list(self._sessions.values())
         for session in sessions:
-            self._write_kept(session)
+            self._after_stop(session)
         self.store.close()
         for watch in self._secret_watches:
             watch.close()
@@ -408,7 +408,14 @@ class AgentHost:
                 self.system.stop(self._path(session.record_id).child_name, parent=self.supervisor)
             finally:
                 session.active = False
-            self._write_kept(session)
+            self._after_stop(session)
+
+    def _after_stop(self, session: _Session) -> None:
+        """What a stopped subtree may have left undone: its kept writes, and its sampler's connections
+        (left open when the sampler's last incarnation crashed)."""
+        self._write_kept(session)
+        if session.runtime.sampler is not None:
+            session.runtime.sampler.discard()
 
     def _write_kept(self, session: _Session) -> None:
         """Make the writes its stopped subtree could not make (its chat state was down), in order."""

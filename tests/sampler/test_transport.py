@@ -439,6 +439,23 @@ async def test_aclose_closes_pooled_connections_and_refuses_later_requests(
 
 
 @pytest.mark.trio
+async def test_close_idle_now_closes_pooled_connections_from_another_thread(
+    serve: Callable[..., Awaitable[RawServer]],
+) -> None:
+    server = await serve(keep_alive)
+    transport = TrioTransport()
+    client = httpx.AsyncClient(transport=transport)
+    await client.get(server.url())
+    assert transport.idle_connections == 1
+    await trio.to_thread.run_sync(transport.close_idle_now)
+    assert transport.idle_connections == 0
+    with trio.fail_after(5):
+        await server.peers[0].closed.wait()
+    with pytest.raises(TransportClosedError):
+        await client.get(server.url())
+
+
+@pytest.mark.trio
 async def test_a_response_still_streaming_at_aclose_does_not_return_its_connection(
     serve: Callable[..., Awaitable[RawServer]], autojump_clock: Any
 ) -> None:
