@@ -98,3 +98,12 @@ class GetHistory(msgspec.Struct, frozen=True, tag=True):
 
 class GetStatus(msgspec.Struct, frozen=True, tag=True):
     """Ask for the session's stored record (turn counter, interrupted turn)."""
+
+
+class ToolServerChanged(msgspec.Struct, frozen=True, tag=True):
+    """Told by the host to a session: one of the MCP servers it uses became unavailable, or came back."""
+
+    server: str
+    status: str
+    restarts: int
+    message: str

@@ -19,6 +19,7 @@ __all__ = [
     "CompactionFinished",
     "CompactionStarted",
     "DoomLoopWarning",
+    "McpServerStatus",
     "ProjectionFallback",
     "Queued",
     "Retrying",
@@ -48,6 +49,17 @@ class TextDelta(msgspec.Struct, frozen=True, tag=True):
     session: str
     turn: int
     text: str
+
+
+class McpServerStatus(msgspec.Struct, frozen=True, tag=True):
+    """An MCP server the session uses became ``unavailable`` (its calls now fail at once; ``message`` says
+    why and that it is retried) or came back (``ready``). Published, not stored: it is not part of a turn."""
+
+    session: str
+    server: str
+    status: str
+    restarts: int
+    message: str
 
 
 class Queued(msgspec.Struct, frozen=True, tag=True):
@@ -179,6 +191,7 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
 SessionEvent: TypeAlias = (
     TurnStarted
     | TextDelta
+    | McpServerStatus
     | Queued
     | Retrying
     | ProjectionFallback

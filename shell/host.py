@@ -19,7 +19,7 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
-from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, ReconnectMcp
+from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, McpServerState, ReconnectMcp, ServerStatus
 
 from ._from_settings import (
     chat_options,
@@ -31,7 +31,7 @@ from ._from_settings import (
 )
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
-from ._protocol import GetHistory
+from ._protocol import GetHistory, ToolServerChanged
 from ._tool_settings import tool_isolation, watch_host_secrets
 from .chat_state import write_to_store
 from .config import Settings
@@ -146,6 +146,9 @@ class AgentHost:
             self.system.observe(self.telemetry.supervision)
             self.system.dead_letters.subscribe(self.telemetry.dead_letter)
         self.mcp.start(self.system, self.supervisor, Path.cwd())
+        self._server_status: dict[tuple[str | None, str], ServerStatus] = {}
+        for handle in self.mcp.host_handles:
+            handle.on_status_changed(lambda state: self._announce(state, None))
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -374,9 +377,33 @@ class AgentHost:
                 alive.tool_specs = tool_specs(current)
 
         self.mcp.follow_tools(servers, registry, offer)
+        for handle in servers:
+            handle.on_status_changed(lambda state: self._announce(state, session_id))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
         return _Session(session_id, workspace, runtime, parts, servers)
+
+    def _announce(self, state: McpServerState, session_id: str | None) -> None:
+        """Tell the running sessions that use the server (all of them for a host-scope one) that it became
+        unavailable, or came back after being so. Called by the server's job: it only tells."""
+        key = (session_id, state.name)
+        with self._lock:
+            before = self._server_status.get(key)
+            self._server_status[key] = state.status
+            targets = [
+                sid
+                for sid, session in self._sessions.items()
+                if session.active and (session_id is None or sid == session_id)
+            ]
+        back = state.status is ServerStatus.READY and before is ServerStatus.UNAVAILABLE
+        if state.status is not ServerStatus.UNAVAILABLE and not back:
+            return
+        message = state.announcement or (
+            f"the MCP server {state.name} is available again" if back else state.last_error
+        )
+        notice = ToolServerChanged(state.name, state.status.value, state.restarts, message)
+        for target in targets:
+            self._address(target).tell(notice)
 
     def _session_counts(self) -> tuple[int, int]:
         """(active, passivated) sessions open in the host."""

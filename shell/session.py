@@ -19,7 +19,7 @@ from . import events as ev
 from . import turn as tm
 from ._gate import GateOpen
 from ._history import History, HistoryError
-from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent
+from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, ToolServerChanged
 from ._session_state import SessionOptions, SessionRuntime
 from ._subscribers import publish
 from .credentials import refresh_failure
@@ -211,6 +211,11 @@ class SessionActor(Actor):
     @handles(Subscribe)
     def _on_subscribe(self, message: Subscribe) -> None:
         self._rt.subscribers.append(message.subscriber)
+
+    @handles(ToolServerChanged)
+    def _on_tool_server(self, m: ToolServerChanged) -> None:
+        notice = ev.McpServerStatus(self._opts.session_id, m.server, m.status, m.restarts, m.message)
+        publish(self._rt.subscribers, notice, session_id=self._opts.session_id)
 
     @handles(Unsubscribe)
     def _on_unsubscribe(self, message: Unsubscribe) -> None:

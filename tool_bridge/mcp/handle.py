@@ -69,6 +69,7 @@ class McpServerHandle:
         self._connection: Connection | None = None
         self._remote_tools: tuple[Any, ...] = ()
         self._listeners: list[Callable[[McpServerHandle], None]] = []
+        self._status_listeners: list[Callable[[McpServerState], None]] = []
         self._settled = threading.Event()
         self._changed: trio.Event | None = None
 
@@ -104,12 +105,19 @@ class McpServerHandle:
         with self._lock:
             self._listeners.append(listener)
 
+    def on_status_changed(self, listener: Callable[[McpServerState], None]) -> None:
+        """Call ``listener(state)`` whenever the server's status changes (on the thread that changed it:
+        the listener must return at once and not raise)."""
+        with self._lock:
+            self._status_listeners.append(listener)
+
     # -- written by the server actor and its job -----------------------------------------------------
 
     def publish(self, *, announcement: str | None = None) -> None:
         """Copy the machine's state (status, restarts, last error) here."""
         machine = self.machine
         with self._lock:
+            changed = self._status is not machine.status
             self._status = machine.status
             self._restarts = machine.restarts
             self._last_error = machine.last_error
@@ -119,6 +127,11 @@ class McpServerHandle:
                 self._settled.clear()
             else:
                 self._settled.set()
+            listeners = list(self._status_listeners) if changed else []
+        if listeners:
+            state = self.state()
+            for listener in listeners:
+                listener(state)
 
     def attach(self, connection: Connection | None) -> None:
         """The live conversation (None when it ended); its tool list becomes the server's."""

@@ -93,3 +93,18 @@ def test_the_serve_supervision_view_shows_the_hosts_mcp_servers(tmp_path: Path) 
             assert wait_until(lambda: "ready" in " ".join(supervision(host).mcp_servers), 30)
             (line,) = supervision(host).mcp_servers
     assert line.startswith("time: ready, 2 tools, 0 restarts")
+
+
+def test_a_session_hears_that_its_mcp_server_became_unavailable(tmp_path: Path) -> None:
+    broken = McpServerSettings(command=str(tmp_path / "no-such-server"), scope="session", max_restarts=1)
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path)
+        with AgentHost(settings.replace(mcp_servers={"gone": broken}), credentials=KEY) as host:  # type: ignore[arg-type]
+            address = host.open(tmp_path / "ws", session_id="s1")
+            inbox: queue.Queue[object] = queue.Queue()
+            address.ask(Subscribe(inbox))
+            while not isinstance(event := inbox.get(timeout=30), ev.McpServerStatus):
+                pass
+    assert (event.session, event.server, event.status) == ("s1", "gone", "unavailable")
+    assert event.message.startswith("MCP server gone is unavailable after 1 restarts")
+    assert "no such command" in event.message and "retrying every 60 s" in event.message
