@@ -64,6 +64,7 @@ def run(options: argparse.Namespace) -> int:
                 raise CliUsageError(str(error)) from None
             try:
                 _announce(server.url, token if generated else None, root)
+                sys.stderr.write(f"[{host.agent_host.tool_isolation.describe()}]\n")
                 server.resume_interrupted()
                 while server.running and not stop.wait(_CHECK_EVERY):
                     pass

@@ -86,7 +86,10 @@ def test_a_generated_token_is_printed_once_and_guards_the_api(tmp_path):
             assert httpx.get(f"{server.url}/healthz").status_code == 200
         finally:
             assert server.stop() == 0
-        assert tokens[0] not in server.stderr()
+        stderr = server.stderr()
+        assert tokens[0] not in stderr
+        # Which sandbox and environment policy its tools run under, said once.
+        assert stderr.count("[tools: sandbox: ") == 1 and "environment: " in stderr
 
 
 @pytest.mark.parametrize(
