@@ -42,6 +42,12 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         SandboxUnavailableError    the sandbox is required but cannot be used on this machine
     ToolDefinitionError (ValueError), ToolBridgeSettingsError (ValueError), PermissionConfigError (ValueError)
     EnvPolicyError (ValueError)    a tool environment policy is invalid
+    McpError                       an MCP server cannot be used
+        McpSettingsError (ValueError)  an [mcp_servers.NAME] table is invalid
+        McpNotInstalled            MCP servers are configured but the SDK is not installed
+        McpStartError              a server could not be started (its stderr's tail in the message)
+    TelemetryError (RuntimeError, in shell.telemetry, imported only with telemetry on): the metrics port
+                                   cannot be bound
 """
 
 from actors import (
@@ -178,6 +184,7 @@ from tool_bridge import (
     builtin_registry,
     tool,
 )
+from tool_bridge.mcp import McpError, McpNotInstalled, McpServerSettings, McpSettingsError, McpStartError
 
 __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     # -- hosts and sessions --------------------------------------------------------------------------------
@@ -284,6 +291,10 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "WorkspaceEscapeError",
     "SandboxUnavailableError",
     "EnvPolicyError",
+    "McpError",
+    "McpSettingsError",
+    "McpNotInstalled",
+    "McpStartError",
     # -- tools ---------------------------------------------------------------------------------------------
     "PermissionPolicy",
     "PermissionRule",
@@ -296,6 +307,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "tool",
     "EnvPolicy",
     "Sandbox",
+    "McpServerSettings",
     # -- the runtime ---------------------------------------------------------------------------------------
     "Actor",
     "ActorSystem",
