@@ -150,20 +150,19 @@ async def sample_step(
     current = _Attempt()
     projections: list[Projection] = []
     leases = itertools.count(1)
+    adapter = get_adapter(settings.provider)
     try:
         while True:
             attempt += 1
             while True:
                 current = _Attempt()
-                projected = memory.project(request)
+                body = adapter.encode_request(memory.project(request))
                 if gate is None:
-                    result = await _one_attempt(
-                        projected, request_id, client, settings, emit, api_key(), current
-                    )
+                    result = await _one_attempt(body, request_id, client, settings, emit, api_key(), current)
                 else:
                     lease = f"{request_id}#{next(leases)}"
                     try:
-                        await gate.acquire(lease, _rough_tokens(projected), _report_queue(request_id, emit))
+                        await gate.acquire(lease, _rough_tokens(body), _report_queue(request_id, emit))
                     except GateTimeout as waited:
                         failed = Failed(
                             request_id, LlmError(LlmErrorKind.RATE_LIMIT, message=str(waited)), attempt
@@ -172,7 +171,7 @@ async def sample_step(
                         return failed
                     try:
                         result = await _one_attempt(
-                            projected, request_id, client, settings, emit, api_key(), current
+                            body, request_id, client, settings, emit, api_key(), current
                         )
                     finally:
                         gate.release(lease, current.status, current.headers)
@@ -237,9 +236,9 @@ def _usage(attempt: _Attempt) -> Usage | None:
     return attempt.decoder.finish().usage if attempt.decoder is not None else None
 
 
-def _rough_tokens(request: ModelRequest) -> int:
+def _rough_tokens(body: bytes) -> int:
     """A quick estimate of a request's input tokens for the gate's token budgets (about 4 bytes each)."""
-    return len(msgspec.json.encode(request)) // 4
+    return len(body) // 4
 
 
 def _report_queue(request_id: str, emit: Callable[[SamplerEvent], None]) -> Callable[[QueueInfo], None]:
@@ -259,7 +258,7 @@ def _judge(result: AssistantResult) -> LlmError | None:
 
 
 async def _one_attempt(
-    request: ModelRequest,
+    body: bytes,
     request_id: str,
     client: httpx.AsyncClient,
     settings: SamplerSettings,
@@ -281,9 +280,7 @@ async def _one_attempt(
     error: LlmError | None = None
     try:
         with trio.CancelScope(deadline=trio.current_time() + settings.connect_timeout + idle) as watchdog:
-            async with client.stream(
-                "POST", url, content=adapter.encode_request(request), headers=headers, timeout=timeout
-            ) as response:
+            async with client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
                 attempt.status, attempt.headers = response.status_code, response.headers
                 if response.status_code != 200:
                     body = await _read_bounded(response, watchdog, idle)
