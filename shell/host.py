@@ -19,7 +19,15 @@ from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
-from tool_bridge.mcp import MCP_CHILD, McpServerHandle, McpServers, McpServerState, ReconnectMcp, ServerStatus
+from tool_bridge.mcp import (
+    MCP_CHILD,
+    McpServerHandle,
+    McpServers,
+    McpServerState,
+    ReconnectMcp,
+    ServerStatus,
+    status_notice,
+)
 
 from ._from_settings import (
     chat_options,
@@ -146,9 +154,8 @@ class AgentHost:
             self.system.observe(self.telemetry.supervision)
             self.system.dead_letters.subscribe(self.telemetry.dead_letter)
         self.mcp.start(self.system, self.supervisor, Path.cwd())
-        self._server_status: dict[tuple[str | None, str], ServerStatus] = {}
         for handle in self.mcp.host_handles:
-            handle.on_status_changed(lambda state: self._announce(state, None))
+            handle.on_status_changed(lambda before, state: self._announce(before, state, None))
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
 
@@ -378,29 +385,23 @@ class AgentHost:
 
         self.mcp.follow_tools(servers, registry, offer)
         for handle in servers:
-            handle.on_status_changed(lambda state: self._announce(state, session_id))
+            handle.on_status_changed(lambda before, state: self._announce(before, state, session_id))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
         return _Session(session_id, workspace, runtime, parts, servers)
 
-    def _announce(self, state: McpServerState, session_id: str | None) -> None:
-        """Tell the running sessions that use the server (all of them for a host-scope one) that it became
-        unavailable, or came back after being so. Called by the server's job: it only tells."""
-        key = (session_id, state.name)
+    def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:
+        """Tell the running sessions that use the server (all of them for a host-scope one) what
+        :func:`status_notice` says of its change. Called by the server's job: it only tells."""
+        message = status_notice(before, state)
+        if message is None:
+            return
         with self._lock:
-            before = self._server_status.get(key)
-            self._server_status[key] = state.status
             targets = [
                 sid
                 for sid, session in self._sessions.items()
                 if session.active and (session_id is None or sid == session_id)
             ]
-        back = state.status is ServerStatus.READY and before is ServerStatus.UNAVAILABLE
-        if state.status is not ServerStatus.UNAVAILABLE and not back:
-            return
-        message = state.announcement or (
-            f"the MCP server {state.name} is available again" if back else state.last_error
-        )
         notice = ToolServerChanged(state.name, state.status.value, state.restarts, message)
         for target in targets:
             self._address(target).tell(notice)

@@ -19,7 +19,7 @@ from .errors import (
     exited_message,
     unavailable_message,
 )
-from .handle import McpServerHandle, McpServerState
+from .handle import McpServerHandle, McpServerState, status_notice
 from .hosting import MCP_CHILD, McpServers, wait_settled
 from .machine import ServerMachine, ServerStatus, Step
 from .settings import McpServerSettings, parse_mcp_option, server_name_ok
@@ -51,6 +51,7 @@ __all__ = [
     "parse_mcp_option",
     "require_sdk",
     "server_name_ok",
+    "status_notice",
     "unavailable_message",
     "wait_settled",
 ]

@@ -21,7 +21,7 @@ from tool_bridge.tools import ToolError
 if TYPE_CHECKING:
     from tool_bridge.mcp._session import Connection
 
-__all__ = ["McpServerHandle", "McpServerState"]
+__all__ = ["McpServerHandle", "McpServerState", "status_notice"]
 
 
 class McpServerState(msgspec.Struct, frozen=True):
@@ -69,7 +69,7 @@ class McpServerHandle:
         self._connection: Connection | None = None
         self._remote_tools: tuple[Any, ...] = ()
         self._listeners: list[Callable[[McpServerHandle], None]] = []
-        self._status_listeners: list[Callable[[McpServerState], None]] = []
+        self._status_listeners: list[Callable[[ServerStatus, McpServerState], None]] = []
         self._settled = threading.Event()
         self._changed: trio.Event | None = None
 
@@ -105,9 +105,9 @@ class McpServerHandle:
         with self._lock:
             self._listeners.append(listener)
 
-    def on_status_changed(self, listener: Callable[[McpServerState], None]) -> None:
-        """Call ``listener(state)`` whenever the server's status changes (on the thread that changed it:
-        the listener must return at once and not raise)."""
+    def on_status_changed(self, listener: Callable[[ServerStatus, McpServerState], None]) -> None:
+        """Call ``listener(before, state)`` whenever the server's status changes from ``before`` (on the
+        thread that changed it: the listener must return at once and not raise)."""
         with self._lock:
             self._status_listeners.append(listener)
 
@@ -117,7 +117,7 @@ class McpServerHandle:
         """Copy the machine's state (status, restarts, last error) here."""
         machine = self.machine
         with self._lock:
-            changed = self._status is not machine.status
+            before = self._status
             self._status = machine.status
             self._restarts = machine.restarts
             self._last_error = machine.last_error
@@ -127,11 +127,11 @@ class McpServerHandle:
                 self._settled.clear()
             else:
                 self._settled.set()
-            listeners = list(self._status_listeners) if changed else []
+            listeners = list(self._status_listeners) if before is not machine.status else []
         if listeners:
             state = self.state()
             for listener in listeners:
-                listener(state)
+                listener(before, state)
 
     def attach(self, connection: Connection | None) -> None:
         """The live conversation (None when it ended); its tool list becomes the server's."""
@@ -176,3 +176,13 @@ class McpServerHandle:
                 self._changed = trio.Event()
             changed = self._changed
             await changed.wait()
+
+
+def status_notice(before: ServerStatus, state: McpServerState) -> str | None:
+    """What the sessions using a server are told of its change from ``before`` to ``state``: that it
+    became unavailable, or is available again after being so; None for any other change."""
+    if state.status is ServerStatus.UNAVAILABLE:
+        return state.announcement or state.last_error or f"the MCP server {state.name} is unavailable"
+    if state.status is ServerStatus.READY and before is ServerStatus.UNAVAILABLE:
+        return state.announcement or f"the MCP server {state.name} is available again"
+    return None

@@ -73,3 +73,16 @@ def test_events_of_an_older_generation_and_after_stop_change_nothing() -> None:
     assert m.failed(1, 0.5, "late") == Step() and m.restarts == 1
     m.stop()
     assert m.connected(2) == Step() and m.reconnect() == Step() and m.status is ServerStatus.STOPPED
+
+
+def test_sessions_are_told_when_a_server_becomes_unavailable_and_when_it_is_back_only() -> None:
+    from tool_bridge.mcp import McpServerState, status_notice
+
+    down = McpServerState(
+        "fx", ServerStatus.UNAVAILABLE, 3, 0, "exit 1", "fx is unavailable after 3 restarts"
+    )
+    up = McpServerState("fx", ServerStatus.READY, 3, 2)
+    assert status_notice(ServerStatus.RESTARTING, down) == "fx is unavailable after 3 restarts"
+    assert status_notice(ServerStatus.UNAVAILABLE, up) == "the MCP server fx is available again"
+    assert status_notice(ServerStatus.RESTARTING, up) is None
+    assert status_notice(ServerStatus.STARTING, up) is None
