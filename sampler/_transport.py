@@ -3,7 +3,8 @@
 ``httpx.AsyncClient(transport=TrioTransport())`` keeps httpx as the client API (streaming, timeouts,
 status handling) while the bytes move through one h11 state machine per connection, with no layer in
 between. It speaks HTTP/1.1 over ``http`` and ``https`` and nothing else: no HTTP/2, no proxies (see
-:func:`proxy_configured`).
+:func:`proxy_configured`). One module, as the pool, a connection and a response's body share the rule of
+when a connection may be used again.
 """
 
 from __future__ import annotations

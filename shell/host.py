@@ -1,4 +1,9 @@
-"""AgentHost: many sessions in one process, each a supervised subtree, passivated when idle."""
+"""AgentHost: many sessions in one process, each a supervised subtree, passivated when idle.
+
+It stays one module because it is one owner: the sessions' table, its lock and the host's supervisor are
+shared by opening, activation, passivation, closing and shutdown alike; what it builds from the settings
+is in :mod:`shell._from_settings`, the MCP servers' life in :mod:`tool_bridge.mcp`.
+"""
 
 from __future__ import annotations
 
