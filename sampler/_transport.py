@@ -22,6 +22,8 @@ import h11
 import httpx
 import trio
 
+from ._http_body import BodyFramingError, ChunkedBody, LengthBody
+
 __all__ = ["TransportClosedError", "TrioTransport", "proxy_configured"]
 
 _READ_SIZE: Final = 64 * 1024
@@ -158,12 +160,24 @@ class TrioTransport(httpx.AsyncBaseTransport):
             connection.close()
         return None
 
-    def _release(self, connection: _Connection) -> None:
+    def _release(self, connection: _Connection, framed: _Framed | None = None) -> None:
         state = connection.h11
-        if self._closed or state.our_state is not h11.DONE or state.their_state is not h11.DONE:
-            connection.close()
-            return
-        state.start_next_cycle()
+        if framed is None:
+            if self._closed or state.our_state is not h11.DONE or state.their_state is not h11.DONE:
+                connection.close()
+                return
+            state.start_next_cycle()
+        else:
+            # The body was framed past h11, which still waits for it: the next exchange starts afresh.
+            if (
+                self._closed
+                or state.our_state is not h11.DONE
+                or not framed.keep_alive
+                or framed.body.leftover
+            ):
+                connection.close()
+                return
+            connection.h11 = h11.Connection(h11.CLIENT)
         connection.idle_since = trio.current_time()
         idle = self._idle.setdefault(connection.origin, [])
         idle.append(connection)
@@ -246,10 +260,11 @@ class TrioTransport(httpx.AsyncBaseTransport):
             if retry_if_stale and stale and not progress.received:
                 raise _Stale from exc
             raise
+        framed = _framing(request, event, connection)
         return httpx.Response(
             status_code=event.status_code,
             headers=event.headers.raw_items(),
-            stream=_ResponseStream(self, connection, request, read_timeout),
+            stream=_ResponseStream(self, connection, request, read_timeout, framed),
             extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
         )
 
@@ -281,12 +296,14 @@ class _Progress:
 class _Connection:
     """One socket with its h11 state; owned by the pool while idle, by one exchange while in use."""
 
-    __slots__ = ("h11", "idle_since", "origin", "socket", "stream")
+    __slots__ = ("h11", "idle_since", "origin", "plain", "socket", "stream")
 
     def __init__(self, origin: _Origin, stream: trio.abc.Stream, tcp: trio.SocketStream) -> None:
         self.origin = origin
         self.stream = stream
         self.socket = tcp.socket
+        self.plain = stream is tcp
+        """Bytes are read from the socket itself (no TLS layer in between)."""
         self.h11 = h11.Connection(h11.CLIENT)
         self.idle_since = 0.0
 
@@ -315,10 +332,48 @@ class _Connection:
                 os.close(descriptor)
 
 
+class _Framed:
+    """A body whose framing (chunked, or Content-Length) is decoded here rather than by h11."""
+
+    __slots__ = ("body", "keep_alive", "unread")
+
+    def __init__(self, body: ChunkedBody | LengthBody, unread: bytes, keep_alive: bool) -> None:
+        self.body = body
+        self.unread = unread
+        """Bytes that arrived with the head, not yet decoded."""
+        self.keep_alive = keep_alive
+        """The response lets the connection be used again once its body has been read."""
+
+
+def _framing(request: httpx.Request, event: h11.Response, connection: _Connection) -> _Framed | None:
+    """How to read the body of ``event`` past h11, or None where h11 reads it (no body, a body read to
+    the connection's close, or a peer that already closed)."""
+    if request.method == "HEAD" or event.status_code in (204, 304):
+        return None
+    unread, closed = connection.h11.trailing_data
+    if closed:
+        return None
+    chunked = False
+    length: int | None = None
+    keep_alive = event.http_version == b"1.1"
+    for name, value in event.headers:
+        if name == b"transfer-encoding":
+            chunked = True  # h11 accepts no transfer coding but "chunked"
+        elif name == b"content-length":
+            length = int(value)
+        elif name == b"connection" and b"close" in value.lower():
+            keep_alive = False
+    if chunked:
+        return _Framed(ChunkedBody(), unread, keep_alive)
+    if length is not None:
+        return _Framed(LengthBody(length), unread, keep_alive)
+    return None
+
+
 class _ResponseStream(httpx.AsyncByteStream):
     """A response body as it arrives; gives its connection back to the pool at the end of the body."""
 
-    __slots__ = ("_connection", "_finished", "_read_timeout", "_request", "_transport")
+    __slots__ = ("_connection", "_finished", "_framed", "_read_timeout", "_request", "_transport")
 
     def __init__(
         self,
@@ -326,11 +381,13 @@ class _ResponseStream(httpx.AsyncByteStream):
         connection: _Connection,
         request: httpx.Request,
         read_timeout: float | None,
+        framed: _Framed | None = None,
     ) -> None:
         self._transport = transport
         self._connection: _Connection | None = connection
         self._request = request
         self._read_timeout = read_timeout
+        self._framed = framed
         self._finished = False
 
     def __aiter__(self) -> AsyncIterator[bytes]:
@@ -342,6 +399,8 @@ class _ResponseStream(httpx.AsyncByteStream):
             if self._finished:
                 raise StopAsyncIteration
             raise httpx.StreamClosed()
+        if self._framed is not None:
+            return await self._next_framed(connection, self._framed)
         state = connection.h11
         # Everything already received is handed over as one piece: a stream of many small HTTP chunks
         # then costs one pass through httpx per read, not one per chunk.
@@ -371,6 +430,38 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._transport._release(connection)
         if parts:
             return b"".join(parts)
+        raise StopAsyncIteration
+
+    async def _next_framed(self, connection: _Connection, framed: _Framed) -> bytes:
+        """The next payload of a framed body: everything one read completes, in one piece."""
+        body = framed.body
+        try:
+            while True:
+                if framed.unread:
+                    data, framed.unread = framed.unread, b""
+                else:
+                    data = await _receive(connection, self._request, self._read_timeout)
+                    if not data:
+                        raise httpx.RemoteProtocolError(
+                            "the server closed the connection before the response body ended",
+                            request=self._request,
+                        )
+                payload = body.feed(data)
+                if body.done:
+                    break
+                if payload:
+                    return payload
+        except BodyFramingError as exc:
+            self._discard(connection)
+            raise httpx.RemoteProtocolError(str(exc), request=self._request) from exc
+        except BaseException:
+            self._discard(connection)
+            raise
+        self._connection = None
+        self._finished = True
+        self._transport._release(connection, framed)
+        if payload:
+            return payload
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
@@ -453,17 +544,35 @@ async def _send(connection: _Connection, request: httpx.Request, data: bytes, ti
 
 
 async def _receive(connection: _Connection, request: httpx.Request, timeout: float | None) -> bytes:
+    read = _read_socket if connection.plain else _read_stream
     try:
         if timeout is None:
-            data = await connection.stream.receive_some(_READ_SIZE)
+            data = await read(connection)
         else:
             with trio.move_on_after(timeout) as scope:
-                data = await connection.stream.receive_some(_READ_SIZE)
+                data = await read(connection)
             if scope.cancelled_caught:
                 raise httpx.ReadTimeout(f"no data from the server for {timeout:g} s", request=request)
     except _NETWORK_ERRORS as exc:
         raise httpx.ReadError(f"reading the response failed: {_reason(exc)}", request=request) from exc
     return data if type(data) is bytes else bytes(data)
+
+
+async def _read_stream(connection: _Connection) -> bytes | bytearray:
+    return await connection.stream.receive_some(_READ_SIZE)
+
+
+async def _read_socket(connection: _Connection) -> bytes:
+    """One read of a plain socket: wait until it is readable, then take what is there in one call."""
+    socket = connection.socket
+    while True:
+        await trio.lowlevel.wait_readable(socket)
+        try:
+            return os.read(socket.fileno(), _READ_SIZE)
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
 
 
 def _reason(exc: BaseException) -> str:

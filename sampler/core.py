@@ -269,9 +269,11 @@ async def _one_attempt(
     adapter = get_adapter(settings.provider)
     url = endpoint_url(settings.base_url, adapter.path)
     headers = {**adapter.headers(api_key), **settings.headers}
+    # Reads are bounded by the watchdog below (no data for ``idle_timeout``), not per read: one deadline
+    # moved forward per chunk costs less than a cancel scope around every read.
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
-        read=settings.idle_timeout * 2,
+        read=None,
         write=settings.write_timeout,
         pool=settings.connect_timeout,
     )
