@@ -70,6 +70,7 @@ class SessionActor(Actor):
         super().__init__()
         self._rt = runtime
         self._opts = runtime.options
+        self._siblings: dict[str, str] = {}
         self._history = History(
             lambda: self._sibling("chat_state"), lambda: self.stopping, runtime.unrecorded
         )
@@ -77,7 +78,10 @@ class SessionActor(Actor):
     # -- addresses -----------------------------------------------------------------------------------
 
     def _sibling(self, name: str) -> Address:
-        return self.system.address(SessionPath.sibling(self.address.name, name))
+        full = self._siblings.get(name)
+        if full is None:
+            full = self._siblings[name] = SessionPath.sibling(self.address.name, name)
+        return self.system.address(full)
 
     # -- life ----------------------------------------------------------------------------------------
 
