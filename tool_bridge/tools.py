@@ -137,6 +137,8 @@ class Tool(Generic[A]):
     parallel_safe: bool = False
     timeout: float = DEFAULT_TOOL_TIMEOUT
     parameters: dict[str, Any] = dataclasses.field(init=False, repr=False, compare=False)
+    """The JSON schema of ``args_type``: one object shared by every tool of that type, never to be
+    changed (``spec()`` gives a copy of it)."""
 
     def __post_init__(self) -> None:
         if not _NAME_PATTERN.match(self.name):
@@ -189,13 +191,8 @@ class Tool(Generic[A]):
             return ToolResultError(self.name, f"invalid arguments for `{self.name}`: not valid JSON ({exc})")
 
 
-def _parameters_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
-    # Tools are made per session; the schema of an argument type is made once (and copied out).
-    return copy.deepcopy(_schema_of(args_type))
-
-
 @functools.lru_cache(maxsize=512)
-def _schema_of(args_type: type[msgspec.Struct]) -> dict[str, Any]:
+def _parameters_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
     schema = msgspec.json.schema(args_type)
     definitions: dict[str, Any] = schema.get("$defs", {})
     reference: str = schema.get("$ref", "")

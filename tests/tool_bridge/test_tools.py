@@ -97,6 +97,13 @@ def test_the_spec_shows_the_arguments_schema_as_an_object():
     assert add.spec()["parameters"]["type"] == "object"
 
 
+def test_tools_of_one_argument_type_share_one_schema_and_the_spec_is_a_copy_of_it():
+    first, second = async_tool(add.fn), async_tool(add.fn)
+    assert first.parameters is second.parameters
+    first.spec()["parameters"]["properties"]["n"]["type"] = "changed"
+    assert second.parameters["properties"]["n"] == {"type": "integer"}
+
+
 def test_the_spec_keeps_the_definitions_of_nested_structs():
     mover = Tool(name="move", description="Move.", args_type=MoveArgs, fn=move)
     parameters = mover.spec()["parameters"]
