@@ -116,6 +116,9 @@ class AgentHost:
         )
         self._permissions = permissions or (lambda: policy_from_settings(settings))
         self._chaos = chaos or SessionChaos()
+        # The same for every session (all frozen): made once, not per open.
+        self._sampler_settings = sampler_settings(settings)
+        self._tool_settings = tool_bridge_settings(settings)
         self.mcp = McpServers(settings.mcp_servers, chaos=self._chaos.mcp)
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
@@ -368,13 +371,13 @@ class AgentHost:
         parts = SessionParts(
             options=session_options(s, session_id),
             chat=chat_options(s, session_id),
-            sampler=sampler_settings(s),
+            sampler=self._sampler_settings,
             store=self.store,
             workspace=workspace,
             credentials=self._credentials,
             registry=registry,
             policy=self._permissions(),
-            tools=tool_bridge_settings(s),
+            tools=self._tool_settings,
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
             chaos=self._chaos,
             gate=gate,
