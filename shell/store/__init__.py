@@ -38,6 +38,7 @@ from ._errors import (
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "StoreVersionError",
     "StoredEvent",
