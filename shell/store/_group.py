@@ -80,6 +80,7 @@ class GroupWriter:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._stats = WriterStats()
+        self._running = 0
         self._thread = threading.Thread(target=self._run, name=f"store writer {location}", daemon=True)
         self._thread.start()
 
@@ -94,6 +95,23 @@ class GroupWriter:
         """How many writes wait for a transaction (not those in one)."""
         with self._lock:
             return self._batches.waiting
+
+    @property
+    def running(self) -> int:
+        """How many writes the transaction in progress holds; 0 between transactions."""
+        with self._lock:
+            return self._running
+
+    @property
+    def closed(self) -> bool:
+        """Whether new writes are refused: :meth:`close` was called, or the writer thread ended."""
+        with self._lock:
+            return self._batches.closed
+
+    @property
+    def alive(self) -> bool:
+        """Whether the writer thread runs: from the store's opening until it is closed."""
+        return self._thread.is_alive()
 
     def submit(self, op: Callable[[Db], T]) -> T:
         """Run ``op`` in a transaction shared with other writes; return its result once committed."""
@@ -155,7 +173,9 @@ class GroupWriter:
                 if self._batches.closed:
                     return None
                 self._work.wait(_IDLE_WAKE)
-            return self._batches.next_batch()
+            batch = self._batches.next_batch()
+            self._running = len(batch)
+            return batch
 
     def _make(self, transactions: Transactions, batch: Sequence[Pending]) -> list[Outcome]:
         with transactions.write() as db:
@@ -180,6 +200,7 @@ class GroupWriter:
     ) -> None:
         with self._lock:
             settled = self._batches.settle(batch, outcomes, failure)
+            self._running = 0
             if failure is None:
                 before = self._stats
                 self._stats = WriterStats(
