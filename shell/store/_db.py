@@ -39,6 +39,11 @@ class Transactions(Protocol):
         """Turns a driver error raised in the block into the :class:`~shell.store.StoreError` it means."""
         ...
 
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` of ``db``'s transaction and set it again where the transaction
+        now is (as one round trip where the driver allows)."""
+        ...
+
     def is_conflict(self, error: BaseException) -> bool:
         """Whether ``error`` (translated) failed a statement only because another transaction held what it
         needed in a cycle (a deadlock): the same write may succeed in a later transaction."""

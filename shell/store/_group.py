@@ -178,22 +178,24 @@ class GroupWriter:
             return batch
 
     def _make(self, transactions: Transactions, batch: Sequence[Pending]) -> list[Outcome]:
+        """Run each write of ``batch`` after a savepoint and commit; a write that fails is rolled back to
+        its savepoint, which stays for the next write. An error undoing it (the transaction itself is
+        lost), or committing, escapes and fails the batch."""
+        outcomes: list[Outcome] = []
         with transactions.write() as db:
-            return [self._attempt(transactions, db, pending.op) for pending in batch]
-
-    def _attempt(self, transactions: Transactions, db: Db, op: Callable[[Db], object]) -> Outcome:
-        """Run ``op`` in a savepoint; its error undoes only what it did. An error undoing it (the
-        transaction itself is lost) escapes and fails the batch."""
-        db.run(f"SAVEPOINT {_SAVEPOINT}")
-        try:
-            with transactions.translate():
-                value = op(db)
-        except Exception as error:
-            db.run(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-            db.run(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-            return Failed(error, conflict=transactions.is_conflict(error))
-        db.run(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-        return Succeeded(value)
+            db.run(f"SAVEPOINT {_SAVEPOINT}")
+            for pending in batch:
+                if outcomes and isinstance(outcomes[-1], Succeeded):
+                    transactions.renew_savepoint(db, _SAVEPOINT)
+                try:
+                    with transactions.translate():
+                        value = pending.op(db)
+                except Exception as error:
+                    db.run(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                    outcomes.append(Failed(error, conflict=transactions.is_conflict(error)))
+                else:
+                    outcomes.append(Succeeded(value))
+        return outcomes
 
     def _settle(
         self, batch: Sequence[Pending], outcomes: list[Outcome] | None, failure: BaseException | None

@@ -24,6 +24,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from . import _schema
+from ._db import Db
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
 
 __all__ = ["PostgresBackend"]
@@ -179,6 +180,10 @@ class PostgresBackend:
         """Turns a psycopg error raised in the block into the :class:`StoreError` it means."""
         return self._translate()
 
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` and set it again, in one round trip."""
+        db.run(f"RELEASE SAVEPOINT {name}; SAVEPOINT {name}")
+
     def is_conflict(self, error: BaseException) -> bool:
         """Whether ``error`` comes from the server ending a statement to break a deadlock, or a
         serialization failure: the same write may succeed in another transaction."""
@@ -293,6 +298,10 @@ class _Writer:
     def translate(self) -> AbstractContextManager[None]:
         """As :meth:`PostgresBackend.translate`."""
         return self._backend.translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """As :meth:`PostgresBackend.renew_savepoint`."""
+        self._backend.renew_savepoint(db, name)
 
     def is_conflict(self, error: BaseException) -> bool:
         """As :meth:`PostgresBackend.is_conflict`."""

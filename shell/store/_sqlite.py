@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _schema
+from ._db import Db
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
 
 __all__ = ["SqliteBackend", "SqliteWriter"]
@@ -94,6 +95,10 @@ class SqliteBackend:
     def translate(self) -> AbstractContextManager[None]:
         """Turns a :mod:`sqlite3` error raised in the block into the :class:`StoreError` it means."""
         return self._translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` and set it again."""
+        _renew_savepoint(db, name)
 
     def is_conflict(self, error: BaseException) -> bool:
         """Never: one transaction at a time holds the file's write lock, so transactions cannot deadlock."""
@@ -202,6 +207,10 @@ class SqliteWriter:
         """As :meth:`SqliteBackend.translate`."""
         return self._translate()
 
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """As :meth:`SqliteBackend.renew_savepoint`."""
+        _renew_savepoint(db, name)
+
     def is_conflict(self, error: BaseException) -> bool:
         """As :meth:`SqliteBackend.is_conflict`: never."""
         return False
@@ -211,6 +220,12 @@ class SqliteWriter:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def _renew_savepoint(db: Db, name: str) -> None:
+    # sqlite3 runs one statement per call; in-process, two calls cost next to nothing.
+    db.run(f"RELEASE SAVEPOINT {name}")
+    db.run(f"SAVEPOINT {name}")
 
 
 @contextmanager

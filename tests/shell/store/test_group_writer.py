@@ -48,6 +48,9 @@ class RecordingTransactions:
     def translate(self) -> AbstractContextManager[None]:
         return nullcontext()
 
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        db.run(f"RENEW {name}")
+
     def is_conflict(self, error: BaseException) -> bool:
         return isinstance(error, Deadlock)
 
@@ -73,11 +76,46 @@ def test_a_caller_waits_twice_the_busy_timeout_and_a_grace_at_most():
     assert ack_timeout(5.0) == 10.0 + ACK_GRACE
 
 
-def test_each_write_runs_in_a_savepoint_of_the_writers_transaction(transactions):
+def test_each_write_runs_after_a_savepoint_of_the_writers_transaction(transactions):
     with group_writer(transactions) as writer:
         assert writer.submit(lambda db: 42) == 42
 
-    assert transactions.log == ["BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "CLOSE"]
+    assert transactions.log == ["BEGIN", "SAVEPOINT", "COMMIT", "CLOSE"]
+
+
+def test_a_savepoint_is_set_again_after_each_write_that_succeeded_and_kept_after_one_that_failed(
+    transactions,
+):
+    finish = threading.Event()
+    calls = Calls()
+
+    def fail(db: Db) -> None:
+        db.run("INSERT")
+        raise KeyError("refused")
+
+    with group_writer(transactions) as writer:
+        calls.start("first", lambda: writer.submit(lambda db: finish.wait(10)))
+        wait_until(lambda: writer.running == 1, "the first write is in a transaction")
+        writes = [("ok", lambda db: db.run("INSERT")), ("bad", fail), ("last", lambda db: db.run("INSERT"))]
+        for queued, (name, op) in enumerate(writes, start=1):
+            calls.start(name, lambda op=op: writer.submit(op))
+            wait_until(lambda queued=queued: writer.waiting == queued, f"{name} waits")
+        finish.set()
+        outcomes = calls.join()
+
+    assert isinstance(outcomes["bad"], KeyError)
+    second = transactions.log[transactions.log.index("COMMIT") + 1 :]
+    assert second == [
+        "BEGIN",
+        "SAVEPOINT",
+        "INSERT",
+        "RENEW",
+        "INSERT",
+        "ROLLBACK",
+        "INSERT",
+        "COMMIT",
+        "CLOSE",
+    ]
 
 
 def test_a_failing_write_is_rolled_back_to_its_savepoint_and_its_error_reaches_its_caller(transactions):
@@ -88,7 +126,7 @@ def test_a_failing_write_is_rolled_back_to_its_savepoint_and_its_error_reaches_i
     with group_writer(transactions) as writer, pytest.raises(KeyError, match="no such row"):
         writer.submit(fail)
 
-    assert transactions.log[:6] == ["BEGIN", "SAVEPOINT", "INSERT", "ROLLBACK", "RELEASE", "COMMIT"]
+    assert transactions.log[:5] == ["BEGIN", "SAVEPOINT", "INSERT", "ROLLBACK", "COMMIT"]
 
 
 def test_a_write_still_in_its_transaction_when_the_wait_ends_may_or_may_not_have_committed(transactions):
@@ -119,7 +157,7 @@ def test_a_write_still_queued_when_the_wait_ends_is_withdrawn_and_never_made(tra
 
     assert caught.value.may_have_committed is False
     assert made == []
-    assert transactions.log.count("SAVEPOINT") == 1
+    assert transactions.log.count("BEGIN") == 1
 
 
 def test_a_write_made_from_inside_a_write_fails_at_once_instead_of_waiting_for_itself(transactions):
