@@ -98,9 +98,10 @@ class SessionStore:
     """Sessions, their messages and their events, in a SQLite file or a PostgreSQL database.
 
     Safe to share by threads. Open one with :func:`open_store` or :meth:`open`; use it as a context manager
-    or call :meth:`close`. Every method that writes has committed when it returns; every method raises
-    :class:`StoreClosed` after :meth:`close`, :class:`SessionNotFound` for an unknown session, and
-    :class:`StoreCorrupt` for a row it cannot decode.
+    or call :meth:`close`. Every method that writes has committed when it returns, or raises
+    :class:`StoreTimeout` if its transaction took too long; every method raises :class:`StoreClosed` after
+    :meth:`close`, :class:`SessionNotFound` for an unknown session, and :class:`StoreCorrupt` for a row it
+    cannot decode.
     """
 
     def __init__(
