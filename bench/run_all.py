@@ -194,6 +194,13 @@ _BENCHMARKS = (
     _Benchmark("sandbox", "sandbox_bench.py", ("--json",), ("--json", "--calls", "20"), figures_from_json),
     _Benchmark("serve", "serve_soak.py", ("--json",), ("--json", "--seconds", "8"), figures_from_json),
     _Benchmark(
+        "store",
+        "store_bench.py",
+        ("--json",),
+        ("--json", "--appends", "300", "--threads", "50", "--sessions", "200", "--rounds", "1"),
+        figures_from_json,
+    ),
+    _Benchmark(
         "telemetry",
         "telemetry_bench.py",
         ("--json",),

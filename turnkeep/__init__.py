@@ -19,6 +19,7 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         StoreVersionError          written by a newer version
         StoreBusy                  locked elsewhere for too long
         StoreUnavailable           the database cannot be reached
+        StoreTimeout               a write was not confirmed in time (says if it may have committed)
         StoreClosed                the store was closed
         SessionNotFound (LookupError)
         SessionExists
@@ -160,6 +161,7 @@ from shell.store import (
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
 )
@@ -280,6 +282,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "StoreVersionError",
     "StreamDecodeError",

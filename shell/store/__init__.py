@@ -14,12 +14,22 @@ commits), ``"FULL"`` makes each commit survive a power cut too. In PostgreSQL, `
 ``synchronous_commit`` as the server has it, ``"FULL"`` sets it to ``on`` for the store's connections, so
 each commit is on the server's disk before the method returns.
 
-Concurrency: a store may be used from any number of threads. SQLite: one connection behind a lock; each
-call holds it for one short transaction, and other processes (or other stores on the same file) wait up to
-``busy_timeout`` seconds for the write lock instead of failing. PostgreSQL: a pool of at most
-``pool_size`` connections, each serving one call at a time (a call waits for a free one); writes to one
-session are serialised by a lock on its row, writes to different sessions run in parallel, and a lock
-held elsewhere for longer than ``busy_timeout`` seconds fails the call with :class:`StoreBusy`.
+Concurrency: a store may be used from any number of threads. Writes go through group commit: one writer
+thread per store takes every write queued by any thread (at most 256 at once), makes each in a savepoint of
+one transaction and commits it; each write method returns only once that transaction has committed, with
+its own result or error. A write that fails (an unknown or closed session, a rejected compaction, a
+constraint) is undone alone; a transaction that fails to begin or to commit fails every write in it with
+the same error, and stores none of them. A write waits at most ``2 * busy_timeout + 30`` seconds for its
+transaction, then raises :class:`StoreTimeout`, which says whether it may still have committed.
+:meth:`SessionStore.close` refuses new calls and makes the queued writes first. With
+``group_commit=False`` each write is instead a transaction of its own, made on the caller's thread.
+
+SQLite: reads share one connection behind a lock, the writer has its own; other processes (or other stores
+on the same file) wait up to ``busy_timeout`` seconds for the write lock instead of failing. PostgreSQL: a
+pool of at most ``pool_size`` connections, each serving one call at a time (a call waits for a free one),
+the writer borrowing one per transaction; writes to one session are serialised by a lock on its row, and
+a lock held elsewhere for longer than ``busy_timeout`` seconds fails the write with :class:`StoreBusy`. A
+write that loses a deadlock with another database client is made again in the writer's next transaction.
 
 Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
 :func:`shell._secrets.redact` first, so no API key or token reaches the database.
@@ -38,6 +48,7 @@ from ._errors import (
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
 )
@@ -57,6 +68,7 @@ __all__ = [
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "StoreVersionError",
     "StoredEvent",

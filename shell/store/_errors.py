@@ -13,6 +13,7 @@ __all__ = [
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "StoreVersionError",
 ]
@@ -77,6 +78,19 @@ class StoreUnavailable(StoreError):
 
     A write that fails this way may or may not have been committed; the next call opens a new connection.
     """
+
+
+class StoreTimeout(StoreError):
+    """A write was not confirmed in time: its transaction had not committed when the caller's wait ended.
+
+    ``may_have_committed`` states the write's fate. False: the write had not started; it was withdrawn and
+    nothing of it is or will be in the store. True: it was in a transaction that had not ended; it may have
+    committed, or may commit later, or not at all. Read the store to learn which before writing it again.
+    """
+
+    def __init__(self, message: str, *, may_have_committed: bool):
+        super().__init__(message)
+        self.may_have_committed = may_have_committed
 
 
 class StoreClosed(StoreError):

@@ -6,7 +6,8 @@ Each migration step is one transaction (PostgreSQL's DDL is transactional) under
 processes opening one schema migrate it once. A schema that is refused is never written to.
 
 The pool holds at most ``pool_size`` connections, opened when first needed and kept while they are
-healthy; a connection found broken after a call is dropped, and a later call opens a new one.
+healthy; a connection found broken after a call is dropped, and a later call opens a new one. The store's
+group writer borrows one connection from the pool for each of its transactions.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Literal, TypeAlias
 
 import psycopg
@@ -23,6 +24,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from . import _schema
+from ._db import Db
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
 
 __all__ = ["PostgresBackend"]
@@ -174,6 +176,23 @@ class PostgresBackend:
         with self._translate(), self._pool.connection() as connection, connection.transaction():
             yield _Connection(connection)
 
+    def translate(self) -> AbstractContextManager[None]:
+        """Turns a psycopg error raised in the block into the :class:`StoreError` it means."""
+        return self._translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` and set it again, in one round trip."""
+        db.run(f"RELEASE SAVEPOINT {name}; SAVEPOINT {name}")
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """Whether ``error`` comes from the server ending a statement to break a deadlock, or a
+        serialization failure: the same write may succeed in another transaction."""
+        return isinstance(error, StoreError) and isinstance(error.__cause__, errors.TransactionRollback)
+
+    def writer(self) -> _Writer:
+        """The store's pool, for its group writer: one pooled connection per transaction."""
+        return _Writer(self)
+
     def _connect(self) -> _Conn:
         connection = psycopg.connect(self._conninfo, autocommit=True)
         try:
@@ -264,6 +283,32 @@ class PostgresBackend:
             raise StoreError(f"{self._location}: {error}") from error
         except psycopg.Error as error:
             raise StoreError(f"{self._location}: {error}") from error
+
+
+class _Writer:
+    """The group writer's view of the backend: its transactions, without the power to close the pool."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._backend = backend
+
+    def write(self) -> AbstractContextManager[_Connection]:
+        """As :meth:`PostgresBackend.write`."""
+        return self._backend.write()
+
+    def translate(self) -> AbstractContextManager[None]:
+        """As :meth:`PostgresBackend.translate`."""
+        return self._backend.translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """As :meth:`PostgresBackend.renew_savepoint`."""
+        self._backend.renew_savepoint(db, name)
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """As :meth:`PostgresBackend.is_conflict`."""
+        return self._backend.is_conflict(error)
+
+    def close(self) -> None:
+        """Nothing: the pool is the backend's to close."""
 
 
 def _one(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

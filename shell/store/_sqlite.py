@@ -1,4 +1,5 @@
-"""The SQLite backend of the session store: one file, one connection behind a lock, WAL mode.
+"""The SQLite backend of the session store: one file, one connection behind a lock, WAL mode; the group
+writer has a connection of its own.
 
 The file's version is ``PRAGMA user_version`` and ``PRAGMA application_id`` marks it as a turnkeep store
 (see :mod:`shell._schema`). A file that is refused is never written to.
@@ -8,15 +9,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 from . import _schema
+from ._db import Db
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
 
-__all__ = ["SqliteBackend"]
+__all__ = ["SqliteBackend", "SqliteWriter"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -44,6 +46,8 @@ class SqliteBackend:
     def __init__(self, path: Path, *, synchronous: Literal["NORMAL", "FULL"], busy_timeout: float) -> None:
         """Open (or create) the file at ``path`` and bring it to the current schema version."""
         self._path = path
+        self._synchronous = synchronous
+        self._busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,16 +89,25 @@ class SqliteBackend:
     @contextmanager
     def write(self) -> Iterator[_Connection]:
         """The connection in a write transaction, committed at the end of the block."""
-        with self._lock, self._translate():
-            db = self._live()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield _Connection(db)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+        with self._lock, self._translate(), _transaction(self._live()) as db:
+            yield db
+
+    def translate(self) -> AbstractContextManager[None]:
+        """Turns a :mod:`sqlite3` error raised in the block into the :class:`StoreError` it means."""
+        return self._translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` and set it again."""
+        _renew_savepoint(db, name)
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """Never: one transaction at a time holds the file's write lock, so transactions cannot deadlock."""
+        return False
+
+    def writer(self) -> SqliteWriter:
+        """A connection of its own for the calling thread, the store's group writer, to write with."""
+        with self._translate():
+            return SqliteWriter(self._path, self._synchronous, self._busy_timeout, self._translate)
 
     def _live(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -137,8 +150,7 @@ class SqliteBackend:
         (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot put {self._path} in WAL mode (journal mode is {mode!r})")
-        connection.execute(f"PRAGMA synchronous = {synchronous}")
-        connection.execute("PRAGMA foreign_keys = ON")
+        _configure(connection, synchronous, busy_timeout)
         for target in _schema.pending(version):
             try:
                 _migrate(connection, target)
@@ -161,6 +173,79 @@ class SqliteBackend:
             raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
         except sqlite3.Error as error:
             raise StoreError(f"{self._path}: {error}") from error
+
+
+class SqliteWriter:
+    """A connection to the store's file for the one thread that created it: the group writer's."""
+
+    def __init__(
+        self,
+        path: Path,
+        synchronous: str,
+        busy_timeout: float,
+        translate: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self._translate = translate
+        self._connection: sqlite3.Connection | None = sqlite3.connect(
+            path, timeout=busy_timeout, isolation_level=None
+        )
+        try:
+            _configure(self._connection, synchronous, busy_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    @contextmanager
+    def write(self) -> Iterator[_Connection]:
+        """The connection in a write transaction, committed at the end of the block."""
+        if self._connection is None:
+            raise StoreClosed("the session store's writer is closed")
+        with self._translate(), _transaction(self._connection) as db:
+            yield db
+
+    def translate(self) -> AbstractContextManager[None]:
+        """As :meth:`SqliteBackend.translate`."""
+        return self._translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """As :meth:`SqliteBackend.renew_savepoint`."""
+        _renew_savepoint(db, name)
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """As :meth:`SqliteBackend.is_conflict`: never."""
+        return False
+
+    def close(self) -> None:
+        """Close the connection; calling it again does nothing."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def _renew_savepoint(db: Db, name: str) -> None:
+    # sqlite3 runs one statement per call; in-process, two calls cost next to nothing.
+    db.run(f"RELEASE SAVEPOINT {name}")
+    db.run(f"SAVEPOINT {name}")
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[_Connection]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield _Connection(db)
+        db.execute("COMMIT")
+    except BaseException:
+        # A COMMIT refused (a deferred constraint) leaves the transaction open.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+def _configure(connection: sqlite3.Connection, synchronous: str, busy_timeout: float) -> None:
+    """The settings every connection to a store file has (WAL mode is the file's own)."""
+    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    connection.execute(f"PRAGMA synchronous = {synchronous}")
+    connection.execute("PRAGMA foreign_keys = ON")
 
 
 def _migrate(connection: sqlite3.Connection, target: int) -> None:

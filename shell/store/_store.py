@@ -1,20 +1,18 @@
 """The session store itself: one interface over the SQLite and PostgreSQL backends.
 
-One class, :class:`SessionStore`, whose methods each are one short transaction with the same encoding,
+One class, :class:`SessionStore`, whose write methods each are one operation on a connection, made in a
+transaction shared with other writes (:mod:`._group`) or in one of its own, with the same encoding,
 redaction and error translation for both backends; it stays one module for that reason.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol
-from urllib.parse import unquote
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -22,6 +20,7 @@ from sampler.messages import Message
 
 from .._secrets import redact
 from . import _usage
+from ._db import Db, StoreBackend
 from ._errors import (
     CompactionRejected,
     SessionClosed,
@@ -30,52 +29,15 @@ from ._errors import (
     StoreCorrupt,
     StoreError,
 )
+from ._group import GroupWriter, ack_timeout
 from ._records import Backend, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
+from ._targets import resolve
 
 __all__ = ["SessionStore", "open_store"]
 
 _DEFAULT_POOL_SIZE = 4
 
-
-# --- What a backend provides ------------------------------------------------------------------------------
-
-
-class _Db(Protocol):
-    """One connection inside a call; SQL uses ``?`` placeholders and no ``%``."""
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Execute a statement that returns no rows; returns the number of rows it changed."""
-        ...
-
-
-class _Backend(Protocol):
-    """A database holding the store's tables at the current schema version, ready for use."""
-
-    @property
-    def kind(self) -> Backend: ...
-
-    @property
-    def path(self) -> Path | None: ...
-
-    @property
-    def location(self) -> str: ...
-
-    @property
-    def row_lock(self) -> str:
-        """What follows a ``SELECT`` of a session's row in a write to lock the row until commit."""
-        ...
-
-    def read(self) -> AbstractContextManager[_Db]:
-        """A connection for reads, translating driver errors to :class:`StoreError`."""
-        ...
-
-    def write(self) -> AbstractContextManager[_Db]:
-        """A connection in a transaction that commits when the block ends, and rolls back on error."""
-        ...
-
-    def close(self) -> None: ...
+T = TypeVar("T")
 
 
 # --- Encoding ---------------------------------------------------------------------------------------------
@@ -111,49 +73,6 @@ def _event_type(event: msgspec.Struct) -> str:
 _SESSION_COLUMNS = "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta"
 
 
-# --- Targets ----------------------------------------------------------------------------------------------
-
-_URL_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
-_SCHEMES: dict[str, Backend] = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
-
-
-def _resolve(target: str | os.PathLike[str]) -> Path | str:
-    """The SQLite file ``target`` names, or the URL of the PostgreSQL database it names."""
-    if isinstance(target, os.PathLike):
-        return _sqlite_path(os.fspath(target))
-    if not isinstance(target, str):
-        raise TypeError(f"a store target is a path or a URL string, got {type(target).__name__}")
-    match = _URL_SCHEME.match(target)
-    if match is None:
-        return _sqlite_path(target)
-    scheme = match["scheme"].lower()
-    backend = _SCHEMES.get(scheme)
-    if backend is None:
-        raise ValueError(
-            f"unsupported store URL scheme {scheme!r}: use a path, sqlite://PATH or postgresql://..."
-        )
-    if backend == "postgresql":
-        return target
-    rest = target[match.end() :]
-    if "?" in rest or "#" in rest:
-        raise ValueError("a sqlite:// store URL takes a path only, no query or fragment")
-    if not rest:
-        raise ValueError("a sqlite:// store URL needs a path, as in sqlite:///var/lib/turnkeep/sessions.db")
-    return _sqlite_path(unquote(rest))
-
-
-def _sqlite_path(text: str) -> Path:
-    path = Path(text).expanduser()
-    first = path.parts[0] if path.parts else ""
-    # Path("postgresql://h/db") is "postgresql:/h/db": the URL has lost a "/" and cannot be recovered.
-    if first.endswith(":") and first[:-1].lower() in _SCHEMES:
-        raise ValueError(
-            f"{text!r} looks like a store URL that went through Path(), which drops a '/' from it;"
-            " pass the URL as a string"
-        )
-    return path
-
-
 # --- The store --------------------------------------------------------------------------------------------
 
 
@@ -163,18 +82,26 @@ def open_store(
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
     busy_timeout: float = 5.0,
     pool_size: int | None = None,
+    group_commit: bool = True,
 ) -> SessionStore:
     """Open the store ``target`` names, creating it if needed; the same as :meth:`SessionStore.open`."""
-    return SessionStore(target, synchronous=synchronous, busy_timeout=busy_timeout, pool_size=pool_size)
+    return SessionStore(
+        target,
+        synchronous=synchronous,
+        busy_timeout=busy_timeout,
+        pool_size=pool_size,
+        group_commit=group_commit,
+    )
 
 
 class SessionStore:
     """Sessions, their messages and their events, in a SQLite file or a PostgreSQL database.
 
     Safe to share by threads. Open one with :func:`open_store` or :meth:`open`; use it as a context manager
-    or call :meth:`close`. Every method that writes has committed when it returns; every method raises
-    :class:`StoreClosed` after :meth:`close`, :class:`SessionNotFound` for an unknown session, and
-    :class:`StoreCorrupt` for a row it cannot decode.
+    or call :meth:`close`. Every method that writes has committed when it returns, or raises
+    :class:`StoreTimeout` if its transaction took too long; every method raises :class:`StoreClosed` after
+    :meth:`close`, :class:`SessionNotFound` for an unknown session, and :class:`StoreCorrupt` for a row it
+    cannot decode.
     """
 
     def __init__(
@@ -184,6 +111,7 @@ class SessionStore:
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
         pool_size: int | None = None,
+        group_commit: bool = True,
     ) -> None:
         """Open (or create) the store ``target`` names; the same as :meth:`open`."""
         if synchronous not in ("NORMAL", "FULL"):
@@ -194,8 +122,10 @@ class SessionStore:
             isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1
         ):
             raise ValueError(f"pool_size must be a whole number >= 1, got {pool_size!r}")
-        where = _resolve(target)
-        self._backend: _Backend
+        if not isinstance(group_commit, bool):
+            raise ValueError(f"group_commit must be True or False, got {group_commit!r}")
+        where = resolve(target)
+        self._backend: StoreBackend
         if isinstance(where, Path):
             if pool_size is not None:
                 raise ValueError("pool_size applies to PostgreSQL stores only")
@@ -215,6 +145,11 @@ class SessionStore:
                 busy_timeout=busy_timeout,
                 pool_size=_DEFAULT_POOL_SIZE if pool_size is None else pool_size,
             )
+        self._writer = (
+            GroupWriter(self._backend.writer, location=self.location, ack_timeout=ack_timeout(busy_timeout))
+            if group_commit
+            else None
+        )
 
     @classmethod
     def open(
@@ -224,6 +159,7 @@ class SessionStore:
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 5.0,
         pool_size: int | None = None,
+        group_commit: bool = True,
     ) -> SessionStore:
         """Open the store ``target`` names, creating it if needed.
 
@@ -234,7 +170,9 @@ class SessionStore:
         ``/`` and is refused with :class:`ValueError`, as are an unknown URL scheme and invalid options.
 
         ``synchronous`` and ``busy_timeout`` are as the module says; ``pool_size`` (PostgreSQL only,
-        default 4) is the most connections the store holds.
+        default 4) is the most connections the store holds. With ``group_commit`` (the default) the writes
+        of all threads share transactions, made by one writer thread; without it each write is a transaction
+        of its own, made on the caller's thread.
 
         A store of an older schema is migrated (each step in one transaction). Raises :class:`StoreCorrupt`
         if the database is not a turnkeep session store, :class:`StoreVersionError` if it comes from a
@@ -242,7 +180,13 @@ class SessionStore:
         seconds, :class:`StoreUnavailable` if the PostgreSQL server cannot be reached; in each case the
         database is left as it was.
         """
-        return cls(target, synchronous=synchronous, busy_timeout=busy_timeout, pool_size=pool_size)
+        return cls(
+            target,
+            synchronous=synchronous,
+            busy_timeout=busy_timeout,
+            pool_size=pool_size,
+            group_commit=group_commit,
+        )
 
     @property
     def backend(self) -> Backend:
@@ -260,7 +204,10 @@ class SessionStore:
         return self._backend.location
 
     def close(self) -> None:
-        """Close the store's connections, after any call in progress; calling it again does nothing."""
+        """Refuse new calls, make the writes already queued (waiting as long as one write may), then close
+        the store's connections after any call in progress; calling it again does nothing."""
+        if self._writer is not None:
+            self._writer.close()
         self._backend.close()
 
     def __enter__(self) -> SessionStore:
@@ -282,7 +229,8 @@ class SessionStore:
         """Create an idle session at turn 0 and return its record; :class:`SessionExists` if taken."""
         meta_json = _encode(dict(meta or {}))
         now = time.time()
-        with self._backend.write() as db:
+
+        def write(db: Db) -> tuple[Any, ...]:
             created = db.run(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, model, status, current_turn,"
                 " learned_window, meta) VALUES (?, ?, ?, ?, ?, 'idle', 0, NULL, ?)"
@@ -291,8 +239,9 @@ class SessionStore:
             )
             if not created:
                 raise SessionExists(f"session {session_id!r} already exists")
-            row = self._session_row(db, session_id)
-        return self._decode_session(row)
+            return self._session_row(db, session_id)
+
+        return self._decode_session(self._write(write))
 
     def get_session(self, session_id: str) -> SessionRecord:
         """The session's record."""
@@ -308,29 +257,26 @@ class SessionStore:
 
     def close_session(self, session_id: str) -> None:
         """Mark the session closed; it stays readable. Closing a closed session does nothing."""
-        with self._backend.write() as db:
+        now = time.time()
+
+        def write(db: Db) -> None:
             self._session_row(db, session_id, lock=True)
             db.run(
                 "UPDATE sessions SET status = 'closed', updated_at = ? WHERE id = ? AND status != 'closed'",
-                (time.time(), session_id),
+                (now, session_id),
             )
+
+        self._write(write)
 
     def begin_turn(self, session_id: str, turn: int) -> None:
         """Record that ``turn`` is running: status ``in_turn``, ``current_turn = turn``."""
-        with self._backend.write() as db:
-            self._open_session(db, session_id)
-            db.run(
-                "UPDATE sessions SET status = 'in_turn', current_turn = ?, updated_at = ? WHERE id = ?",
-                (turn, time.time(), session_id),
-            )
+        self._update_open(
+            session_id, "status = 'in_turn', current_turn = ?, updated_at = ?", (turn, time.time())
+        )
 
     def end_turn(self, session_id: str) -> None:
         """Record that no turn is running: status ``idle``."""
-        with self._backend.write() as db:
-            self._open_session(db, session_id)
-            db.run(
-                "UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?", (time.time(), session_id)
-            )
+        self._update_open(session_id, "status = 'idle', updated_at = ?", (time.time(),))
 
     def interrupted_turn(self, session_id: str) -> int | None:
         """The turn that was begun and never ended (the process stopped during it), or None."""
@@ -341,12 +287,7 @@ class SessionStore:
         """Record the context window, in tokens (> 0), learned for the session's model."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
             raise ValueError(f"tokens must be a whole number >= 1, got {tokens!r}")
-        with self._backend.write() as db:
-            self._open_session(db, session_id)
-            db.run(
-                "UPDATE sessions SET learned_window = ?, updated_at = ? WHERE id = ?",
-                (tokens, time.time(), session_id),
-            )
+        self._update_open(session_id, "learned_window = ?, updated_at = ?", (tokens, time.time()))
 
     # --- Messages -----------------------------------------------------------------------------------------
 
@@ -354,7 +295,8 @@ class SessionStore:
         """Append ``message`` (redacted) to the session's history; returns its seq."""
         body = _encode(message)
         now = time.time()
-        with self._backend.write() as db:
+
+        def write(db: Db) -> int:
             self._open_session(db, session_id)
             seq = self._next_seq(db, "messages", session_id)
             db.run(
@@ -363,7 +305,9 @@ class SessionStore:
                 (session_id, seq, turn, body, now, False, seq),
             )
             self._touch(db, session_id, now)
-        return seq
+            return seq
+
+        return self._write(write)
 
     def apply_compaction(
         self, session_id: str, *, replaced: Sequence[int], summary: Message, turn: int
@@ -401,7 +345,8 @@ class SessionStore:
             raise CompactionRejected("a compaction must replace at least one message")
         bodies = [(turn, _encode(message)) for turn, message in messages]
         now = time.time()
-        with self._backend.write() as db:
+
+        def write(db: Db) -> int:
             self._open_session(db, session_id)
             marks = ",".join("?" * len(seqs))
             rows = db.query(
@@ -427,6 +372,9 @@ class SessionStore:
                 (first, session_id, *seqs),
             )
             self._touch(db, session_id, now)
+            return first
+
+        first = self._write(write)
         return [first + offset for offset in range(len(bodies))]
 
     def load_messages(self, session_id: str, *, include_replaced: bool = False) -> list[StoredMessage]:
@@ -454,7 +402,8 @@ class SessionStore:
         body = _encode(event)
         now = time.time()
         ended = _usage.turn_outcome(event)
-        with self._backend.write() as db:
+
+        def write(db: Db) -> int:
             self._open_session(db, session_id)
             seq = self._next_seq(db, "events", session_id)
             db.run(
@@ -468,7 +417,9 @@ class SessionStore:
                 marks = ", ".join("?" * len(row))
                 db.run(f"INSERT INTO turn_usage ({_usage.COLUMNS}) VALUES ({marks})", row)
             self._touch(db, session_id, now)
-        return seq
+            return seq
+
+        return self._write(write)
 
     def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
         """The usage of every ended turn of the session, by turn; turns that ended before the store kept
@@ -499,22 +450,39 @@ class SessionStore:
 
     # --- Internals ----------------------------------------------------------------------------------------
 
-    def _session_row(self, db: _Db, session_id: str, *, lock: bool = False) -> tuple[Any, ...]:
+    def _write(self, write: Callable[[Db], T]) -> T:
+        """Make ``write`` in a transaction shared with other writes, or in one of its own without group
+        commit; either way committed when this returns."""
+        if self._writer is not None:
+            return self._writer.submit(write)
+        with self._backend.write() as db:
+            return write(db)
+
+    def _update_open(self, session_id: str, assignments: str, params: tuple[Any, ...]) -> None:
+        """Set ``assignments`` on the row of an open session."""
+
+        def write(db: Db) -> None:
+            self._open_session(db, session_id)
+            db.run(f"UPDATE sessions SET {assignments} WHERE id = ?", (*params, session_id))
+
+        self._write(write)
+
+    def _session_row(self, db: Db, session_id: str, *, lock: bool = False) -> tuple[Any, ...]:
         suffix = self._backend.row_lock if lock else ""
         rows = db.query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?{suffix}", (session_id,))
         if not rows:
             raise SessionNotFound(f"no session {session_id!r}")
         return rows[0]
 
-    def _open_session(self, db: _Db, session_id: str) -> None:
+    def _open_session(self, db: Db, session_id: str) -> None:
         # The row lock also serialises the seq allocation of concurrent writers to the session.
         if self._session_row(db, session_id, lock=True)[5] == "closed":
             raise SessionClosed(f"session {session_id!r} is closed")
 
-    def _touch(self, db: _Db, session_id: str, now: float) -> None:
+    def _touch(self, db: Db, session_id: str, now: float) -> None:
         db.run("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
 
-    def _next_seq(self, db: _Db, table: str, session_id: str) -> int:
+    def _next_seq(self, db: Db, table: str, session_id: str) -> int:
         ((last,),) = db.query(f"SELECT max(seq) FROM {table} WHERE session_id = ?", (session_id,))
         return 1 if last is None else int(last) + 1
 

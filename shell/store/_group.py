@@ -1,0 +1,236 @@
+"""Group commit: one thread per store makes the writes of every caller in shared transactions.
+
+A caller's write is queued and the caller waits; the writer thread takes every write queued (up to
+:data:`BATCH_LIMIT`), runs each in a savepoint of one transaction, commits, and only then tells each caller
+its own result or error. Nothing waits for company: an idle writer starts a transaction as soon as one write
+arrives, and the writes that arrive meanwhile share the next one. A write that fails is rolled back to its
+savepoint and fails alone; a transaction that fails (to begin, or to commit) fails every write in it, and
+nothing of it is stored. :mod:`._batch` decides; this module only performs, waits and wakes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from ._batch import Batches, Failed, Outcome, Pending, Succeeded
+from ._db import Db, Transactions
+from ._errors import StoreClosed, StoreError, StoreTimeout
+
+__all__ = ["ACK_GRACE", "BATCH_LIMIT", "GroupWriter", "WriterStats", "ack_timeout"]
+
+T = TypeVar("T")
+
+BATCH_LIMIT = 256
+"""The most writes one transaction holds, so that each stays short."""
+
+ACK_GRACE = 30.0
+"""Seconds a caller waits for its write beyond the time two transactions may wait for locks."""
+
+_SAVEPOINT = "turnkeep_write"
+_IDLE_WAKE = 60.0
+"""An idle writer is woken by a write or by closing; this only bounds each of its waits."""
+
+
+def ack_timeout(busy_timeout: float) -> float:
+    """How long a caller waits for the transaction of its write: the one in progress and its own may each
+    wait ``busy_timeout`` for a lock, plus :data:`ACK_GRACE` seconds."""
+    return 2 * busy_timeout + ACK_GRACE
+
+
+@dataclass(frozen=True)
+class WriterStats:
+    """What a group writer has done: transactions committed, writes they held, the largest batch."""
+
+    commits: int = 0
+    writes: int = 0
+    largest: int = 0
+
+
+class _Call(Pending):
+    def __init__(self, op: Callable[[Db], object]) -> None:
+        super().__init__(op)
+        self.done = threading.Event()
+
+
+class GroupWriter:
+    """The writer thread of one store, and the door callers' writes go through.
+
+    ``transactions`` is called on the writer thread to get what it writes with (again after it failed to).
+    :meth:`submit` returns once the write's transaction has committed, or raises the write's own error, the
+    error that failed its transaction, :class:`StoreClosed` after :meth:`close`, or :class:`StoreTimeout`
+    after ``ack_timeout`` seconds, stating whether the write may yet commit.
+    """
+
+    def __init__(
+        self,
+        transactions: Callable[[], Transactions],
+        *,
+        location: str,
+        ack_timeout: float,
+        limit: int = BATCH_LIMIT,
+    ) -> None:
+        self._open = transactions
+        self._location = location
+        self._ack_timeout = ack_timeout
+        self._batches = Batches(limit)
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._stats = WriterStats()
+        self._running = 0
+        self._thread = threading.Thread(target=self._run, name=f"store writer {location}", daemon=True)
+        self._thread.start()
+
+    @property
+    def stats(self) -> WriterStats:
+        """The transactions committed so far, and the writes they held."""
+        with self._lock:
+            return self._stats
+
+    @property
+    def waiting(self) -> int:
+        """How many writes wait for a transaction (not those in one)."""
+        with self._lock:
+            return self._batches.waiting
+
+    @property
+    def running(self) -> int:
+        """How many writes the transaction in progress holds; 0 between transactions."""
+        with self._lock:
+            return self._running
+
+    @property
+    def closed(self) -> bool:
+        """Whether new writes are refused: :meth:`close` was called, or the writer thread ended."""
+        with self._lock:
+            return self._batches.closed
+
+    @property
+    def alive(self) -> bool:
+        """Whether the writer thread runs: from the store's opening until it is closed."""
+        return self._thread.is_alive()
+
+    def submit(self, op: Callable[[Db], T]) -> T:
+        """Run ``op`` in a transaction shared with other writes; return its result once committed."""
+        if threading.current_thread() is self._thread:
+            # The writer would wait for itself: no store write path does this, and none may.
+            raise StoreError(f"{self._location}: a store write was made from inside another write")
+        call = _Call(op)
+        with self._lock:
+            if not self._batches.add(call):
+                raise StoreClosed(f"the session store {self._location} is closed")
+            self._work.notify()
+        if not call.done.wait(self._ack_timeout):
+            with self._lock:
+                withdrawn = self._batches.withdraw(call)
+            if call.outcome is None:
+                raise self._timeout(withdrawn)
+        outcome = call.outcome
+        assert outcome is not None
+        if isinstance(outcome, Failed):
+            raise outcome.error
+        return cast(T, outcome.value)
+
+    def close(self) -> None:
+        """Refuse new writes, and wait (at most ``ack_timeout`` seconds) for the queued ones to be made;
+        those still queued then fail with :class:`StoreClosed`, unwritten. Calling it again does nothing."""
+        with self._lock:
+            self._batches.close()
+            self._work.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(self._ack_timeout)
+        self._drop_queued()
+
+    # --- The writer thread ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        transactions: Transactions | None = None
+        try:
+            while (batch := self._next_batch()) is not None:
+                outcomes: list[Outcome] | None = None
+                failure: BaseException | None = None
+                try:
+                    if transactions is None:
+                        transactions = self._open()
+                    outcomes = self._make(transactions, batch)
+                except BaseException as error:
+                    failure = error
+                self._settle(batch, outcomes, failure)
+        finally:
+            if transactions is not None:
+                with suppress(Exception):
+                    transactions.close()
+            with self._lock:
+                self._batches.close()
+            self._drop_queued()
+
+    def _next_batch(self) -> list[Pending] | None:
+        with self._lock:
+            while not self._batches.waiting:
+                if self._batches.closed:
+                    return None
+                self._work.wait(_IDLE_WAKE)
+            batch = self._batches.next_batch()
+            self._running = len(batch)
+            return batch
+
+    def _make(self, transactions: Transactions, batch: Sequence[Pending]) -> list[Outcome]:
+        """Run each write of ``batch`` after a savepoint and commit; a write that fails is rolled back to
+        its savepoint, which stays for the next write. An error undoing it (the transaction itself is
+        lost), or committing, escapes and fails the batch."""
+        outcomes: list[Outcome] = []
+        with transactions.write() as db:
+            db.run(f"SAVEPOINT {_SAVEPOINT}")
+            for pending in batch:
+                if outcomes and isinstance(outcomes[-1], Succeeded):
+                    transactions.renew_savepoint(db, _SAVEPOINT)
+                try:
+                    with transactions.translate():
+                        value = pending.op(db)
+                except Exception as error:
+                    db.run(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                    outcomes.append(Failed(error, conflict=transactions.is_conflict(error)))
+                else:
+                    outcomes.append(Succeeded(value))
+        return outcomes
+
+    def _settle(
+        self, batch: Sequence[Pending], outcomes: list[Outcome] | None, failure: BaseException | None
+    ) -> None:
+        with self._lock:
+            settled = self._batches.settle(batch, outcomes, failure)
+            self._running = 0
+            if failure is None:
+                before = self._stats
+                self._stats = WriterStats(
+                    before.commits + 1, before.writes + len(batch), max(before.largest, len(batch))
+                )
+        for pending in settled:
+            cast(_Call, pending).done.set()
+
+    def _drop_queued(self) -> None:
+        def closed() -> StoreError:
+            return StoreClosed(
+                f"the session store {self._location} was closed before this write was made;"
+                " it was not written"
+            )
+
+        with self._lock:
+            dropped = self._batches.fail_queued(closed)
+        for pending in dropped:
+            cast(_Call, pending).done.set()
+
+    def _timeout(self, withdrawn: bool) -> StoreTimeout:
+        waited = f"{self._location}: a write was not confirmed within {self._ack_timeout:g} s"
+        if withdrawn:
+            return StoreTimeout(
+                f"{waited}; it had not started and was withdrawn: it was not written",
+                may_have_committed=False,
+            )
+        return StoreTimeout(
+            f"{waited}; its transaction was still in progress: it may or may not have been written",
+            may_have_committed=True,
+        )
