@@ -17,6 +17,7 @@ from ._protocol import (
     BuildRequest,
     LearnWindow,
     PlanCompaction,
+    StartTurn,
     StubToolOutputs,
 )
 
@@ -69,17 +70,14 @@ class History:
         """Store turn ``number`` as started, with its prompt, after every write already kept. Raises
         :class:`HistoryError` — unless ``keep_on_failure`` and the session is not stopping: then what could
         not be written is kept for :meth:`flush`."""
-        writes: list[Any] = [BeginTurn(number), Append(number, prompt)]
         try:
             if self.kept:
                 raise HistoryError("store", "earlier writes wait to be recorded")
-            while writes:
-                self.ask(writes[0])
-                writes.pop(0)
+            self.ask(StartTurn(number, prompt))
         except HistoryError as exc:
             if not keep_on_failure or exc.kind == "aborted":
                 raise
-            self.kept += writes
+            self.kept += [BeginTurn(number), Append(number, prompt)]
 
     def answer(
         self,

@@ -13,6 +13,14 @@ class BeginTurn(msgspec.Struct, frozen=True, tag=True):
     turn: int
 
 
+class StartTurn(msgspec.Struct, frozen=True, tag=True):
+    """Record that ``turn`` is in flight and append its prompt, in one transaction; acknowledged with the
+    prompt's seq."""
+
+    turn: int
+    prompt: Message
+
+
 class EndTurn(msgspec.Struct, frozen=True, tag=True):
     """Record that the turn in flight has ended."""
 

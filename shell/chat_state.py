@@ -25,6 +25,7 @@ from ._protocol import (
     LearnWindow,
     LogEvent,
     PlanCompaction,
+    StartTurn,
     StubToolOutputs,
 )
 from .compaction import (
@@ -118,6 +119,14 @@ class ChatStateActor(Actor):
             lambda: self._store.append_message(self._options.session_id, message.turn, message.message)
         )
         self._entries.append((seq, message.turn, message.message))
+        return seq
+
+    @handles(StartTurn)
+    def _start_turn(self, message: StartTurn) -> int:
+        seq = self._write(
+            lambda: self._store.start_turn(self._options.session_id, message.turn, message.prompt)
+        )
+        self._entries.append((seq, message.turn, message.prompt))
         return seq
 
     @handles(LogEvent, BeginTurn, EndTurn)

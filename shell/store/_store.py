@@ -274,6 +274,22 @@ class SessionStore:
             session_id, "status = 'in_turn', current_turn = ?, updated_at = ?", (turn, time.time())
         )
 
+    def start_turn(self, session_id: str, turn: int, prompt: Message) -> int:
+        """:meth:`begin_turn` and :meth:`append_message` of the turn's ``prompt`` in one transaction: both
+        or neither are stored. Returns the prompt's seq."""
+        body = _encode(prompt)
+        now = time.time()
+
+        def write(db: Db) -> int:
+            self._open_session(db, session_id)
+            db.run(
+                "UPDATE sessions SET status = 'in_turn', current_turn = ?, updated_at = ? WHERE id = ?",
+                (turn, now, session_id),
+            )
+            return self._insert_message(db, session_id, turn, body, now)
+
+        return self._write(write)
+
     def end_turn(self, session_id: str) -> None:
         """Record that no turn is running: status ``idle``."""
         self._update_open(session_id, "status = 'idle', updated_at = ?", (time.time(),))
@@ -298,16 +314,19 @@ class SessionStore:
 
         def write(db: Db) -> int:
             self._open_session(db, session_id)
-            seq = self._next_seq(db, "messages", session_id)
-            db.run(
-                "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
-                " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
-                (session_id, seq, turn, body, now, False, seq),
-            )
-            self._touch(db, session_id, now)
-            return seq
+            return self._insert_message(db, session_id, turn, body, now)
 
         return self._write(write)
+
+    def _insert_message(self, db: Db, session_id: str, turn: int, body: bytes, now: float) -> int:
+        seq = self._next_seq(db, "messages", session_id)
+        db.run(
+            "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
+            " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+            (session_id, seq, turn, body, now, False, seq),
+        )
+        self._touch(db, session_id, now)
+        return seq
 
     def apply_compaction(
         self, session_id: str, *, replaced: Sequence[int], summary: Message, turn: int

@@ -11,7 +11,7 @@ import pytest
 from actors import ActorUnavailable, AskTimeout
 from sampler import TextPart, UserMessage
 from shell._history import History, HistoryError
-from shell._protocol import Append, BeginTurn, EndTurn, LogEvent
+from shell._protocol import Append, BeginTurn, EndTurn, LogEvent, StartTurn
 from shell.chat_state import write_to_store
 from shell.events import TurnCancelled
 from shell.store import open_store
@@ -99,6 +99,11 @@ def test_a_write_follows_the_kept_writes_and_is_kept_itself_when_it_cannot_be_ma
     assert line.kept == [BeginTurn(1), EndTurn()]
     line.write(BeginTurn(2))
     assert chat_state.made == [BeginTurn(1), EndTurn(), BeginTurn(2)] and line.kept == []
+
+
+def test_a_turn_start_is_one_ask_that_begins_the_turn_with_its_prompt(chat_state: FakeChatState) -> None:
+    history(chat_state).begin_turn(3, PROMPT, keep_on_failure=False)
+    assert chat_state.made == [StartTurn(3, PROMPT)]
 
 
 def test_a_turn_start_that_cannot_be_written_raises_or_is_kept_as_asked(chat_state: FakeChatState) -> None:

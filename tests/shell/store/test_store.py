@@ -380,6 +380,26 @@ def test_a_turn_in_flight_is_in_turn_and_ending_it_makes_the_session_idle(store)
     assert store.interrupted_turn("s") is None
 
 
+def test_starting_a_turn_marks_it_in_flight_and_appends_its_prompt_together(store):
+    store.append_message("s", 0, UserMessage((TextPart("before"),)))
+
+    seq = store.start_turn("s", 1, UserMessage((TextPart("go on"),)))
+
+    assert (store.get_session("s").status, store.get_session("s").current_turn) == ("in_turn", 1)
+    assert seq == 2
+    assert [(m.seq, m.turn, m.message) for m in store.load_messages("s")][-1] == (2, 1, UserMessage((TextPart("go on"),)))
+
+
+def test_starting_a_turn_of_a_closed_session_stores_neither_the_turn_nor_the_prompt(store):
+    store.close_session("s")
+
+    with pytest.raises(SessionClosed):
+        store.start_turn("s", 1, UserMessage((TextPart("go on"),)))
+
+    assert store.get_session("s").current_turn == 0
+    assert store.load_messages("s") == []
+
+
 def test_a_turn_never_ended_is_detected_as_interrupted_after_reopening(target):
     with open_store(target) as store:
         store.create_session("s", workspace="/w", model="m")
