@@ -387,7 +387,8 @@ def test_starting_a_turn_marks_it_in_flight_and_appends_its_prompt_together(stor
 
     assert (store.get_session("s").status, store.get_session("s").current_turn) == ("in_turn", 1)
     assert seq == 2
-    assert [(m.seq, m.turn, m.message) for m in store.load_messages("s")][-1] == (2, 1, UserMessage((TextPart("go on"),)))
+    last = store.load_messages("s")[-1]
+    assert (last.seq, last.turn, last.message) == (2, 1, UserMessage((TextPart("go on"),)))
 
 
 def test_starting_a_turn_of_a_closed_session_stores_neither_the_turn_nor_the_prompt(store):
