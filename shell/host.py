@@ -122,7 +122,11 @@ class AgentHost:
         self.mcp = McpServers(settings.mcp_servers, chaos=self._chaos.mcp)
         self._owns_system = system is None
         self.system = system or ActorSystem(ask_timeout=settings.timeouts.ask)
-        self.store = open_store(settings.store.path, synchronous=settings.store.synchronous)
+        self.store = open_store(
+            settings.store.path,
+            synchronous=settings.store.synchronous,
+            group_commit=settings.store.group_commit,
+        )
         self.tool_isolation = tool_isolation(
             settings, os.environ, store_path=self.store.path, workspaces=self._workspaces
         )

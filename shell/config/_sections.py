@@ -283,6 +283,9 @@ class StoreSettings(_Section, frozen=True):
     _name = "store"
     path: str = "~/.local/share/turnkeep/sessions.db"
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    group_commit: bool = True
+    """The writes of all sessions share transactions, made by one writer (see :mod:`shell.store`); false
+    gives every write a transaction of its own on the caller's thread."""
 
     def __post_init__(self) -> None:
         if not (isinstance(self.path, str) and self.path.strip()):

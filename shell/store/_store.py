@@ -199,6 +199,12 @@ class SessionStore:
         return self._backend.path
 
     @property
+    def group_commit(self) -> bool:
+        """Whether writes share transactions made by the store's writer thread (else each write is a
+        transaction of its own, on the caller's thread)."""
+        return self._writer is not None
+
+    @property
     def location(self) -> str:
         """Where the store is, fit to show: the file path, or the URL without its password."""
         return self._backend.location

@@ -100,6 +100,7 @@ def test_values_from_the_file_are_used(tmp_path):
     assert settings.tools.allow == ("read", "grep")
     assert settings.tools.shell_timeout == 30.0
     assert (settings.store.path, settings.store.synchronous) == ("/var/lib/turnkeep/s.db", "FULL")
+    assert settings.store.group_commit is True
     assert settings.window == WindowSettings()
 
 

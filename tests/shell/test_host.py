@@ -46,6 +46,15 @@ def test_a_blocking_session_streams_a_turn_and_remembers_it(tmp_path: Path) -> N
     assert system_threads() - before == set()
 
 
+@pytest.mark.parametrize("group_commit", [True, False])
+def test_the_store_groups_its_writes_as_the_settings_say(tmp_path: Path, group_commit: bool) -> None:
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path, TURNKEEP_STORE__GROUP_COMMIT=str(group_commit).lower())
+        with Host(settings, credentials=KEY) as host:
+            assert host.agent_host.store.group_commit is group_commit
+            assert isinstance(host.open(tmp_path / "ws").run("hello"), ev.TurnCompleted)
+
+
 def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_path: Path) -> None:
     with FakeProvider(Script.echo()) as provider:
         settings = settings_for(provider, tmp_path, TURNKEEP_HOST__PASSIVATE_AFTER="0.2")

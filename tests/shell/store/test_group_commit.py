@@ -304,7 +304,7 @@ def writer_threads() -> int:
 def test_without_group_commit_each_write_is_made_on_its_callers_thread(store_target):
     before = writer_threads()
     with open_store(store_target, group_commit=False) as store:
-        assert store._writer is None
+        assert not store.group_commit
         assert writer_threads() == before
         store.create_session("s", workspace="/w", model="m")
         calls = Calls()
