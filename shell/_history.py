@@ -15,7 +15,10 @@ from ._protocol import (
     ApplyCompaction,
     BeginTurn,
     BuildRequest,
+    EndTurn,
+    FinishTurn,
     LearnWindow,
+    LogEvent,
     PlanCompaction,
     StartTurn,
     StubToolOutputs,
@@ -125,6 +128,17 @@ class History:
             except HistoryError:
                 logger.warning("a write to the history waits to be made: %s", type(write).__name__)
         self.kept.append(write)
+
+    def finish_turn(self, number: int, event: Any) -> None:
+        """Record turn ``number`` as ended with the ``event`` that ended it, now, or keep both writes, after
+        every write already kept, to be made by :meth:`flush`."""
+        if not self.kept:
+            try:
+                self.ask(FinishTurn(number, event))
+                return
+            except HistoryError:
+                logger.warning("the end of turn %d waits to be recorded", number)
+        self.kept += [EndTurn(), LogEvent(number, event)]
 
     def flush(self) -> None:
         """Make the kept writes, in order. Raises :class:`HistoryError` (what is left stays kept)."""

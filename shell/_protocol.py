@@ -25,6 +25,13 @@ class EndTurn(msgspec.Struct, frozen=True, tag=True):
     """Record that the turn in flight has ended."""
 
 
+class FinishTurn(msgspec.Struct, frozen=True, tag=True):
+    """Record that ``turn`` has ended and log the ``event`` that ended it, in one transaction."""
+
+    turn: int
+    event: msgspec.Struct
+
+
 class Append(msgspec.Struct, frozen=True, tag=True):
     """Persist ``message`` to the history, then acknowledge with its seq."""
 

@@ -20,6 +20,7 @@ from ._protocol import (
     Calibrate,
     CompactionTask,
     EndTurn,
+    FinishTurn,
     GetHistory,
     GetStatus,
     LearnWindow,
@@ -128,6 +129,12 @@ class ChatStateActor(Actor):
         )
         self._entries.append((seq, message.turn, message.prompt))
         return seq
+
+    @handles(FinishTurn)
+    def _finish_turn(self, message: FinishTurn) -> int:
+        return self._write(
+            lambda: self._store.finish_turn(self._options.session_id, message.turn, message.event)
+        )
 
     @handles(LogEvent, BeginTurn, EndTurn)
     def _record(self, message: Write) -> int | None:

@@ -382,8 +382,7 @@ class SessionActor(Actor):
             rt.probe.cancel()
             rt.probe = None
         self._sibling("sampler").tell(ForgetTurn(str(turn.number)))
-        self._history.record(EndTurn())
-        self._history.record(LogEvent(turn.number, event))
+        self._history.finish_turn(turn.number, event)
         self._publish(event)
         rt.last_active = time.monotonic()
         if rt.gate is not None:

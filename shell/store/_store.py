@@ -300,6 +300,19 @@ class SessionStore:
         """Record that no turn is running: status ``idle``."""
         self._update_open(session_id, "status = 'idle', updated_at = ?", (time.time(),))
 
+    def finish_turn(self, session_id: str, turn: int, event: msgspec.Struct) -> int:
+        """:meth:`end_turn` and :meth:`append_event` of the event that ended ``turn`` in one transaction:
+        both or neither are stored. Returns the event's seq."""
+        body = _encode(event)
+        now = time.time()
+
+        def write(db: Db) -> int:
+            self._open_session(db, session_id)
+            db.run("UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?", (now, session_id))
+            return self._insert_event(db, session_id, turn, event, body, now)
+
+        return self._write(write)
+
     def interrupted_turn(self, session_id: str) -> int | None:
         """The turn that was begun and never ended (the process stopped during it), or None."""
         record = self.get_session(session_id)
@@ -426,25 +439,29 @@ class SessionStore:
         ends a turn also records the turn's usage, in the same transaction (a later end replaces it)."""
         body = _encode(event)
         now = time.time()
-        ended = _usage.turn_outcome(event)
 
         def write(db: Db) -> int:
             self._open_session(db, session_id)
-            seq = self._next_seq(db, "events", session_id)
-            db.run(
-                "INSERT INTO events (session_id, seq, turn, type, body, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, seq, turn, _event_type(event), body, now),
-            )
-            if ended is not None:
-                row = _usage.row_of(session_id, turn, *ended, now)
-                db.run("DELETE FROM turn_usage WHERE session_id = ? AND turn = ?", (session_id, turn))
-                marks = ", ".join("?" * len(row))
-                db.run(f"INSERT INTO turn_usage ({_usage.COLUMNS}) VALUES ({marks})", row)
-            self._touch(db, session_id, now)
-            return seq
+            return self._insert_event(db, session_id, turn, event, body, now)
 
         return self._write(write)
+
+    def _insert_event(
+        self, db: Db, session_id: str, turn: int, event: msgspec.Struct, body: bytes, now: float
+    ) -> int:
+        seq = self._next_seq(db, "events", session_id)
+        db.run(
+            "INSERT INTO events (session_id, seq, turn, type, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, seq, turn, _event_type(event), body, now),
+        )
+        ended = _usage.turn_outcome(event)
+        if ended is not None:
+            row = _usage.row_of(session_id, turn, *ended, now)
+            db.run("DELETE FROM turn_usage WHERE session_id = ? AND turn = ?", (session_id, turn))
+            marks = ", ".join("?" * len(row))
+            db.run(f"INSERT INTO turn_usage ({_usage.COLUMNS}) VALUES ({marks})", row)
+        self._touch(db, session_id, now)
+        return seq
 
     def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
         """The usage of every ended turn of the session, by turn; turns that ended before the store kept

@@ -11,7 +11,7 @@ import pytest
 from actors import ActorUnavailable, AskTimeout
 from sampler import TextPart, UserMessage
 from shell._history import History, HistoryError
-from shell._protocol import Append, BeginTurn, EndTurn, LogEvent, StartTurn
+from shell._protocol import Append, BeginTurn, EndTurn, FinishTurn, LogEvent, StartTurn
 from shell.chat_state import write_to_store
 from shell.events import TurnCancelled
 from shell.store import open_store
@@ -104,6 +104,15 @@ def test_a_write_follows_the_kept_writes_and_is_kept_itself_when_it_cannot_be_ma
 def test_a_turn_start_is_one_ask_that_begins_the_turn_with_its_prompt(chat_state: FakeChatState) -> None:
     history(chat_state).begin_turn(3, PROMPT, keep_on_failure=False)
     assert chat_state.made == [StartTurn(3, PROMPT)]
+
+
+def test_a_turn_end_is_one_ask_or_kept_as_two_writes_behind_the_kept_ones(chat_state: FakeChatState) -> None:
+    line = history(chat_state)
+    line.finish_turn(3, "ended")
+    assert chat_state.made == [FinishTurn(3, "ended")]
+    chat_state.failures = 5
+    line.finish_turn(4, "ended")
+    assert line.kept == [EndTurn(), LogEvent(4, "ended")]
 
 
 def test_a_turn_start_that_cannot_be_written_raises_or_is_kept_as_asked(chat_state: FakeChatState) -> None:

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from sampler.messages import AssistantMessage, ImagePart, SystemMessage, TextPart, ToolCall, UserMessage
+from shell import events as ev
 from shell.store import (
     CompactionRejected,
     SessionClosed,
@@ -33,6 +34,7 @@ from shell.store import (
     open_store,
 )
 from shell.store._schema import SCHEMA_VERSION
+from shell.usage import TokenUsage, TurnUsage
 from tests._postgres import with_options
 
 ANTHROPIC_KEY = "sk-ant-api03-Zx9Qm2Lk7Wv4Rt8Yp1Bn6Hc3Jd5Fg0Sa"
@@ -399,6 +401,28 @@ def test_starting_a_turn_of_a_closed_session_stores_neither_the_turn_nor_the_pro
 
     assert store.get_session("s").current_turn == 0
     assert store.load_messages("s") == []
+
+
+def test_finishing_a_turn_makes_the_session_idle_and_logs_the_end_with_its_usage_together(store):
+    store.start_turn("s", 1, UserMessage((TextPart("go on"),)))
+    usage = TurnUsage(model="m", steps=TokenUsage(input_tokens=12, output_tokens=3, reported=1))
+
+    seq = store.finish_turn("s", 1, ev.TurnCompleted("s", 1, "done", 1, usage))
+
+    assert store.get_session("s").status == "idle"
+    assert [(e.seq, e.type) for e in store.load_events("s")] == [(seq, "TurnCompleted")]
+    assert [(u.turn, u.outcome, u.usage) for u in store.turn_usage("s")] == [(1, "completed", usage)]
+
+
+def test_finishing_a_turn_of_a_closed_session_stores_neither_the_end_nor_the_event(store):
+    store.start_turn("s", 1, UserMessage((TextPart("go on"),)))
+    store.close_session("s")
+
+    with pytest.raises(SessionClosed):
+        store.finish_turn("s", 1, ev.TurnCompleted("s", 1, "done", 1))
+
+    assert store.load_events("s") == []
+    assert store.turn_usage("s") == []
 
 
 def test_a_turn_never_ended_is_detected_as_interrupted_after_reopening(target):
