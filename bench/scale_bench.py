@@ -133,6 +133,8 @@ class Phase(msgspec.Struct):
     turns: int = 0
     cpu_seconds: float = 0.0
     """Process CPU time (user + system) while these turns ran."""
+    cpu_by_thread: dict[str, float] = {}
+    """CPU seconds on each kind of thread while these turns ran (the kernel's per-thread schedstat)."""
     wall_seconds: float = 0.0
 
 
@@ -214,6 +216,7 @@ def _run_turns(addresses: Sequence[Address], recorders: Sequence[_Recorder], tur
     """One turn on each of ``addresses`` at once; returns when all have ended."""
     for recorder in recorders:
         recorder.reset()
+    threads_cpu = _thread_cpu()
     cpu, wall = _cpu_seconds(), time.monotonic()
     for address, recorder in zip(addresses, recorders, strict=True):
         recorder.sent_ns = time.monotonic_ns()
@@ -222,9 +225,42 @@ def _run_turns(addresses: Sequence[Address], recorders: Sequence[_Recorder], tur
         if not recorder.done.wait(300):
             raise RuntimeError("a turn did not end within 300 s")
     phase.cpu_seconds += _cpu_seconds() - cpu
+    for tid, (kind, seconds) in _thread_cpu().items():
+        spent = seconds - threads_cpu.get(tid, (kind, 0.0))[1]
+        phase.cpu_by_thread[kind] = phase.cpu_by_thread.get(kind, 0.0) + spent
     phase.wall_seconds += time.monotonic() - wall
     for recorder in recorders:
         recorder.add_to(phase)
+
+
+_THREAD_KINDS = (
+    ("turnkeep-io", "the trio I/O loop (model streams, timers)"),
+    ("/session/", "session actors (turn machines, publishing)"),
+    ("/chat_state", "chat state actors (history, requests)"),
+    ("store writer", "the store's writer"),
+    ("/sampler", "sampler actors"),
+    ("/tools", "tool supervisors"),
+)
+
+
+def _thread_kind(name: str) -> str:
+    # The most specific kind first: a session actor's name also holds "/session/".
+    for marker, kind in reversed(_THREAD_KINDS):
+        if marker in name and not (marker == "/session/" and not name.endswith("/session")):
+            return kind
+    return "other threads (the bench's, the supervisors', the gate's)"
+
+
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds used so far by each live thread, by its native id, with its kind."""
+    spent: dict[int, tuple[str, float]] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/schedstat") as stat:
+                spent[thread.native_id or 0] = (_thread_kind(thread.name), int(stat.read().split()[0]) / 1e9)
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile, or not Linux
+    return spent
 
 
 def _cpu_seconds() -> float:
@@ -429,6 +465,17 @@ def figures(results: Sequence[SizeResult]) -> list[Figure]:
                 met=ours_cpu <= 25,
             )
         )
+        turns_at_once = max(conc.turns, 1)
+        for kind, seconds in sorted(conc.cpu_by_thread.items(), key=lambda item: -item[1]):
+            if seconds * 1000 / turns_at_once >= 0.01:
+                rows.append(
+                    Figure(
+                        benchmark=name,
+                        figure=f"  host CPU per turn: {kind}",
+                        value=f"{seconds * 1000 / turns_at_once:.2f} ms",
+                        baseline=f"{seconds / max(conc.cpu_seconds, 1e-9):.0%} of the process",
+                    )
+                )
         alone_first = statistics.median(alone.first_delta_ms)
         for label, q, limit in (("median", 0.5, 100.0), ("p99", 0.99, 500.0)):
             ours_first = _pct(conc.first_delta_ms, q)
