@@ -73,15 +73,53 @@ class HostError(Exception):
     """A host operation cannot be done: an unknown session, a closed host."""
 
 
-@dataclass(eq=False)
-class _Session:
-    record_id: str
-    workspace: Path
+@dataclass(frozen=True)
+class _Built:
     runtime: SessionRuntime
     parts: SessionParts
-    mcp: tuple[McpServerHandle, ...] = ()
+    mcp: tuple[McpServerHandle, ...]
+
+
+@dataclass(eq=False)
+class _Session:
+    """An open session; its parts are made when first needed (its first message, mostly), so that opening
+    one costs its store row and its address."""
+
+    record_id: str
+    workspace: Path
+    build: Callable[[], _Built]
     active: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _built: _Built | None = None
+    _building: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def built(self) -> bool:
+        """Whether its parts exist (it has been started, described or closed since it was opened)."""
+        return self._built is not None
+
+    def _parts(self) -> _Built:
+        built = self._built
+        if built is None:
+            with self._building:
+                if self._built is None:
+                    self._built = self.build()
+                built = self._built
+        return built
+
+    @property
+    def runtime(self) -> SessionRuntime:
+        return self._parts().runtime
+
+    @property
+    def parts(self) -> SessionParts:
+        return self._parts().parts
+
+    @property
+    def mcp(self) -> tuple[McpServerHandle, ...]:
+        """Its own MCP servers: none until it is built."""
+        built = self._built
+        return () if built is None else built.mcp
 
 
 class AgentHost:
@@ -308,7 +346,8 @@ class AgentHost:
         self._closed.set()
         with self._lock:
             for session in self._sessions.values():
-                session.runtime.closing = True
+                if session.built:
+                    session.runtime.closing = True
         self._janitor.join(5.0)
         if self._owns_system:
             self.system.shutdown(timeout=timeout, reason="host shutdown")
@@ -352,14 +391,16 @@ class AgentHost:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self._sessions[session_id] = self._build(session_id, workspace, priority)
+                session = self._sessions[session_id] = _Session(
+                    session_id, workspace, lambda: self._build(session_id, workspace, priority)
+                )
         # The subtree starts with the first message to the session, as after a passivation: opening
         # thousands of sessions starts no thread.
         address = self._address(session_id)
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path, priority: Priority) -> _Session:
+    def _build(self, session_id: str, workspace: Path, priority: Priority) -> _Built:
         s = self.settings
         gate = None
         if self.provider_gate is not None:
@@ -400,7 +441,7 @@ class AgentHost:
             handle.on_status_changed(lambda before, state: self._announce(before, state, session_id))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
-        return _Session(session_id, workspace, runtime, parts, servers)
+        return _Built(runtime, parts, servers)
 
     def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:
         """Tell the running sessions that use the server (all of them for a host-scope one) what
@@ -453,6 +494,8 @@ class AgentHost:
     def _after_stop(self, session: _Session) -> None:
         """What a stopped subtree may have left undone: its kept writes, and its sampler's connections
         (left open when the sampler's last incarnation crashed)."""
+        if not session.built:
+            return
         self._write_kept(session)
         if session.runtime.sampler is not None:
             session.runtime.sampler.discard()
@@ -489,6 +532,8 @@ class AgentHost:
             with self._lock:
                 sessions = list(self._sessions.values())
             for session in sessions:
+                if not session.active:
+                    continue
                 runtime = session.runtime
                 if session.active and runtime.settled and now - runtime.last_active > limit:
                     try:
