@@ -55,6 +55,20 @@ def test_the_store_groups_its_writes_as_the_settings_say(tmp_path: Path, group_c
             assert isinstance(host.open(tmp_path / "ws").run("hello"), ev.TurnCompleted)
 
 
+def test_an_opened_session_makes_its_parts_only_when_its_first_message_comes(tmp_path: Path) -> None:
+    with (
+        FakeProvider(Script.echo()) as provider,
+        AgentHost(settings_for(provider, tmp_path), credentials=KEY) as host,
+    ):
+        address = host.open(tmp_path / "ws", session_id="lazy")
+        assert not host._sessions["lazy"].built
+        assert host.active() == []
+        inbox: queue.Queue[Any] = queue.Queue()
+        address.ask(Subscribe(inbox), timeout=10)
+        assert host._sessions["lazy"].built
+        assert host.active() == ["lazy"]
+
+
 def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_path: Path) -> None:
     with FakeProvider(Script.echo()) as provider:
         settings = settings_for(provider, tmp_path, TURNKEEP_HOST__PASSIVATE_AFTER="0.2")
