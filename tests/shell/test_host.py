@@ -66,7 +66,6 @@ def test_an_opened_session_makes_its_parts_only_when_its_first_message_comes(tmp
         inbox: queue.Queue[Any] = queue.Queue()
         address.ask(Subscribe(inbox), timeout=10)
         assert host._sessions["lazy"].built
-        assert host.active() == ["lazy"]
 
 
 def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_path: Path) -> None:
