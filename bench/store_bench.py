@@ -4,7 +4,7 @@ Two bursts, each started by all its threads at once (a barrier), in a fresh stor
 
 - appends: ``--appends`` messages appended by ``--threads`` threads, each to a session of its own;
 - turn starts: ``--sessions`` sessions starting a turn at the same instant, each on a thread of its own,
-  with the three writes a turn start makes (``begin_turn``, the prompt's ``append_message``, the
+  with the two writes a turn start makes (``start_turn``: the turn in flight and its prompt, then the
   ``TurnStarted`` event's ``append_event``).
 
 Each burst runs on SQLite with ``synchronous`` NORMAL (the default: a commit is not flushed to disk) and
@@ -81,7 +81,7 @@ def appends(count: int, threads: int) -> Burst:
 
 
 def turn_starts(sessions: int) -> Burst:
-    """``sessions`` sessions starting a turn at once: three writes each, on a thread per session."""
+    """``sessions`` sessions starting a turn at once: two writes each, on a thread per session."""
 
     def prepare(store: SessionStore, _: int) -> list[Callable[[], None]]:
         for n in range(sessions):
@@ -91,8 +91,7 @@ def turn_starts(sessions: int) -> Burst:
             session_id = f"t{n}"
 
             def start() -> None:
-                store.begin_turn(session_id, 1)
-                store.append_message(session_id, 1, UserMessage.of_text("go"))
+                store.start_turn(session_id, 1, UserMessage.of_text("go"))
                 store.append_event(session_id, 1, ev.TurnStarted(session=session_id, turn=1, prompt="go"))
 
             return start
@@ -102,7 +101,7 @@ def turn_starts(sessions: int) -> Burst:
     return prepare
 
 
-WRITES = ("begin_turn", "append_message", "append_event")
+WRITES = ("start_turn", "append_message", "append_event")
 
 
 def burst(target: Path | str, group_commit: bool, synchronous: str, prepare: Burst) -> Run:
@@ -184,7 +183,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, list[Run]]]:
     """Runs by ``"backend, burst"``, then by mode, one per round."""
     bursts = {
         f"{args.appends} appends from {args.threads} threads": appends(args.appends, args.threads),
-        f"{args.sessions} turn starts (3 writes each)": turn_starts(args.sessions),
+        f"{args.sessions} turn starts (2 writes each)": turn_starts(args.sessions),
     }
     backends = [("sqlite", "NORMAL"), ("sqlite", "FULL")] + (
         [("postgresql", "NORMAL")] if args.postgres else []
