@@ -14,7 +14,6 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +43,7 @@ from ._from_settings import (
 )
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
+from ._open_session import Built, OpenSession
 from ._protocol import GetHistory, ToolServerChanged
 from ._tool_settings import tool_isolation, watch_host_secrets
 from .chat_state import write_to_store
@@ -51,7 +51,6 @@ from .config import Settings
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
-from .session import SessionRuntime
 from .session_path import SessionPath
 from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
 from .store import SessionNotFound, SessionRecord, open_store
@@ -71,55 +70,6 @@ run), and only restarts at a rate no set of sessions produces on its own make th
 
 class HostError(Exception):
     """A host operation cannot be done: an unknown session, a closed host."""
-
-
-@dataclass(frozen=True)
-class _Built:
-    runtime: SessionRuntime
-    parts: SessionParts
-    mcp: tuple[McpServerHandle, ...]
-
-
-@dataclass(eq=False)
-class _Session:
-    """An open session; its parts are made when first needed (its first message, mostly), so that opening
-    one costs its store row and its address."""
-
-    record_id: str
-    workspace: Path
-    build: Callable[[], _Built]
-    active: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    _built: _Built | None = None
-    _building: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def built(self) -> bool:
-        """Whether its parts exist (it has been started, described or closed since it was opened)."""
-        return self._built is not None
-
-    def _parts(self) -> _Built:
-        built = self._built
-        if built is None:
-            with self._building:
-                if self._built is None:
-                    self._built = self.build()
-                built = self._built
-        return built
-
-    @property
-    def runtime(self) -> SessionRuntime:
-        return self._parts().runtime
-
-    @property
-    def parts(self) -> SessionParts:
-        return self._parts().parts
-
-    @property
-    def mcp(self) -> tuple[McpServerHandle, ...]:
-        """Its own MCP servers: none until it is built."""
-        built = self._built
-        return () if built is None else built.mcp
 
 
 class AgentHost:
@@ -172,7 +122,7 @@ class AgentHost:
         self.mcp.use_session_environment(self.tool_isolation.env)
         self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, OpenSession] = {}
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -391,7 +341,7 @@ class AgentHost:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
-                session = self._sessions[session_id] = _Session(
+                session = self._sessions[session_id] = OpenSession(
                     session_id, workspace, lambda: self._build(session_id, workspace, priority)
                 )
         # The subtree starts with the first message to the session, as after a passivation: opening
@@ -400,7 +350,7 @@ class AgentHost:
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path, priority: Priority) -> _Built:
+    def _build(self, session_id: str, workspace: Path, priority: Priority) -> Built:
         s = self.settings
         gate = None
         if self.provider_gate is not None:
@@ -441,7 +391,7 @@ class AgentHost:
             handle.on_status_changed(lambda before, state: self._announce(before, state, session_id))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
-        return _Built(runtime, parts, servers)
+        return Built(runtime, parts, servers)
 
     def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:
         """Tell the running sessions that use the server (all of them for a host-scope one) what
@@ -471,7 +421,7 @@ class AgentHost:
         specs = tool_specs(registry)
         return self._specs.setdefault(msgspec.json.encode(specs), specs)
 
-    def _start_subtree(self, session: _Session) -> None:
+    def _start_subtree(self, session: OpenSession) -> None:
         with session.lock:
             if session.active:
                 return
@@ -480,7 +430,7 @@ class AgentHost:
             self.system.spawn(spec, parent=self.supervisor)
             session.active = True
 
-    def _stop_subtree(self, session: _Session) -> None:
+    def _stop_subtree(self, session: OpenSession) -> None:
         with session.lock:
             if not session.active:
                 return
@@ -491,7 +441,7 @@ class AgentHost:
                 session.active = False
             self._after_stop(session)
 
-    def _after_stop(self, session: _Session) -> None:
+    def _after_stop(self, session: OpenSession) -> None:
         """What a stopped subtree may have left undone: its kept writes, and its sampler's connections
         (left open when the sampler's last incarnation crashed)."""
         if not session.built:
@@ -500,7 +450,7 @@ class AgentHost:
         if session.runtime.sampler is not None:
             session.runtime.sampler.discard()
 
-    def _write_kept(self, session: _Session) -> None:
+    def _write_kept(self, session: OpenSession) -> None:
         """Make the writes its stopped subtree could not make (its chat state was down), in order."""
         kept = session.runtime.unrecorded
         try:
@@ -535,7 +485,7 @@ class AgentHost:
                 if not session.active:
                     continue
                 runtime = session.runtime
-                if session.active and runtime.settled and now - runtime.last_active > limit:
+                if runtime.settled and now - runtime.last_active > limit:
                     try:
                         self._stop_subtree(session)
                     except Exception:
