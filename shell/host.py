@@ -427,8 +427,14 @@ class AgentHost:
                 return
             session.runtime.closing = False
             spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
-            self.system.spawn(spec, parent=self.supervisor)
+            # Active from now on: what is told to it while it starts (an MCP server's news) waits at its
+            # address for it, instead of being left out.
             session.active = True
+            try:
+                self.system.spawn(spec, parent=self.supervisor)
+            except BaseException:
+                session.active = False
+                raise
 
     def _stop_subtree(self, session: OpenSession) -> None:
         with session.lock:
