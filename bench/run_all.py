@@ -177,7 +177,13 @@ _BENCHMARKS = (
         "actors", "actors_bench.py", (), ("--tells", "20000", "--asks", "2000", "--rounds", "2"), parse_actors
     ),
     _Benchmark("sampler", "sampler_bench.py", (), ("--chunks", "5000", "--rounds", "1"), parse_sampler),
-    _Benchmark("scale", "scale_bench.py", ("--json",), ("--json", "--sessions", "300"), figures_from_json),
+    _Benchmark(
+        "scale",
+        "scale_bench.py",
+        ("--json",),
+        ("--json", "--sessions", "300", "--all-active", "300"),
+        figures_from_json,
+    ),
     _Benchmark(
         "recovery", "recovery_bench.py", ("--json",), ("--json", "--crashes", "50"), figures_from_json
     ),
