@@ -131,6 +131,7 @@ async def sample_step(
     rng: random.Random | None = None,
     memory: ProjectionMemory | None = None,
     gate: GateClient | None = None,
+    traceparent: str | None = None,
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
@@ -141,7 +142,8 @@ async def sample_step(
 
     With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`Queued` when
     the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
-    deadline fails the step with kind ``rate_limit``.
+    deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
+    attempt's request as its header of that name.
     """
     rng = rng or random.Random()
     memory = memory or ProjectionMemory()
@@ -158,7 +160,9 @@ async def sample_step(
                 current = _Attempt()
                 body = adapter.encode_request(memory.project(request))
                 if gate is None:
-                    result = await _one_attempt(body, request_id, client, settings, emit, api_key(), current)
+                    result = await _one_attempt(
+                        body, request_id, client, settings, emit, api_key(), current, traceparent
+                    )
                 else:
                     lease = f"{request_id}#{next(leases)}"
                     try:
@@ -171,7 +175,7 @@ async def sample_step(
                         return failed
                     try:
                         result = await _one_attempt(
-                            body, request_id, client, settings, emit, api_key(), current
+                            body, request_id, client, settings, emit, api_key(), current, traceparent
                         )
                     finally:
                         gate.release(lease, current.status, current.headers)
@@ -265,10 +269,13 @@ async def _one_attempt(
     emit: Callable[[SamplerEvent], None],
     api_key: str | None,
     attempt: _Attempt,
+    traceparent: str | None = None,
 ) -> AssistantResult | LlmError:
     adapter = get_adapter(settings.provider)
     url = endpoint_url(settings.base_url, adapter.path)
     headers = {**adapter.headers(api_key), **settings.headers}
+    if traceparent is not None:
+        headers["traceparent"] = traceparent
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
         read=settings.idle_timeout * 2,

@@ -21,9 +21,11 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from actors.messages import DeadLetter
 
 from .._telemetry_settings import TelemetrySettings
+from ..store import SessionStore
 from ._kinds import actor_kind
 from ._metrics import HostReadings, Instruments
 from ._recorder import TurnRecorder
+from ._stored import stored_traceparent
 
 __all__ = ["Telemetry", "TelemetryError", "start_telemetry"]
 
@@ -79,19 +81,40 @@ class Telemetry:
         except Exception:
             logger.exception("telemetry: recording turn %s of session %s failed", number, session_id)
 
+    def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
+        """See :meth:`TurnRecorder.traceparent`; a failure is logged and gives None (no context)."""
+        try:
+            return self.recorder.traceparent(session_id, number, request_id)
+        except Exception:
+            logger.exception(
+                "telemetry: the trace context of turn %s of session %s failed", number, session_id
+            )
+            return None
+
+    def resumed(self, store: SessionStore, session_id: str, number: int) -> None:
+        """Record that this host takes over the session whose turn ``number`` its process did not live to
+        end (see :meth:`TurnRecorder.resumed`), in the trace stored with the turn's ``TurnStarted`` event in
+        ``store``. A failure (the store cannot be read, say) is logged, never raised."""
+        try:
+            self.recorder.resumed(session_id, number, stored_traceparent(store, session_id, number))
+        except Exception:
+            logger.exception(
+                "telemetry: recording the interrupted turn %s of session %s failed", number, session_id
+            )
+
     def supervision(self, fact: str, address: str) -> None:
         """Count a supervision fact (``restart``, ``escalation``, ``crash``) of the actor at ``address``."""
-        labels = {"actor_kind": actor_kind(address)}
+        kind = actor_kind(address)
         if fact == "restart":
-            self.instruments.restarts.add(1, labels)
+            self.instruments.restarts.add(1, kind)
         elif fact == "escalation":
-            self.instruments.escalations.add(1, labels)
+            self.instruments.escalations.add(1, kind)
         elif fact == "crash":
-            self.instruments.crashes.add(1, labels)
+            self.instruments.crashes.add(1, kind)
 
     def dead_letter(self, letter: DeadLetter) -> None:
         """Count a message that was not handled, by the kind of actor it was for."""
-        self.instruments.dead_letters.add(1, {"actor_kind": actor_kind(letter.address)})
+        self.instruments.dead_letters.add(1, actor_kind(letter.address))
 
     def shutdown(self) -> None:
         """End what is open, export what is left, stop serving metrics. Idempotent."""
