@@ -11,6 +11,9 @@ of the ratio within each round, so drift on the machine falls on both sides of i
 
 - on: ``[telemetry] enabled``, spans exported over OTLP/HTTP in batches to a receiver in this process
   (which decodes nothing: it only answers), metrics served on a Prometheus port and scraped once a round.
+  The round's clock stops once the spans its turns made are exported (a flush of the batch processor):
+  a round is shorter than the processor's export delay, so without the flush the encoding and sending
+  of every span fell after the measurement, when the host closed, and the figure left out their cost.
 - off: the default configuration (telemetry disabled; the hooks are there, and see no observer).
 - hooks bypassed: telemetry disabled and the SessionActor's feed loop without the observer hook, as it
   was before telemetry existed. (Usage accounting is part of the turn itself and runs in all three.)
@@ -147,10 +150,12 @@ def _one_round(
             thread.start()
         for thread in threads:
             thread.join(120.0)
+        telemetry = host.agent_host.telemetry
+        if telemetry is not None:  # the export of the round's spans is part of its cost
+            telemetry.tracer_provider.force_flush(30_000)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         if failures or any(thread.is_alive() for thread in threads):
             raise RuntimeError(f"{config}: turns did not complete: {failures[:3]!r}")
-        telemetry = host.agent_host.telemetry
         if telemetry is not None and telemetry.prometheus_address is not None:
             host_, port = telemetry.prometheus_address
             scraped = len(httpx.get(f"http://{host_}:{port}/metrics", timeout=5.0).content)
