@@ -145,6 +145,8 @@ async def sample_step(
     deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
     attempt's request as its header of that name.
     """
+    if traceparent is not None:
+        settings = msgspec.structs.replace(settings, headers={**settings.headers, "traceparent": traceparent})
     rng = rng or random.Random()
     memory = memory or ProjectionMemory()
     policy = settings.policy
@@ -160,9 +162,7 @@ async def sample_step(
                 current = _Attempt()
                 body = adapter.encode_request(memory.project(request))
                 if gate is None:
-                    result = await _one_attempt(
-                        body, request_id, client, settings, emit, api_key(), current, traceparent
-                    )
+                    result = await _one_attempt(body, request_id, client, settings, emit, api_key(), current)
                 else:
                     lease = f"{request_id}#{next(leases)}"
                     try:
@@ -175,7 +175,7 @@ async def sample_step(
                         return failed
                     try:
                         result = await _one_attempt(
-                            body, request_id, client, settings, emit, api_key(), current, traceparent
+                            body, request_id, client, settings, emit, api_key(), current
                         )
                     finally:
                         gate.release(lease, current.status, current.headers)
@@ -269,13 +269,10 @@ async def _one_attempt(
     emit: Callable[[SamplerEvent], None],
     api_key: str | None,
     attempt: _Attempt,
-    traceparent: str | None = None,
 ) -> AssistantResult | LlmError:
     adapter = get_adapter(settings.provider)
     url = endpoint_url(settings.base_url, adapter.path)
     headers = {**adapter.headers(api_key), **settings.headers}
-    if traceparent is not None:
-        headers["traceparent"] = traceparent
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
         read=settings.idle_timeout * 2,
