@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -159,7 +159,11 @@ def start_telemetry(
     # Always readable in Prometheus text (turnkeep serve's /metrics); served on a port of its own on request.
     registry = CollectorRegistry(auto_describe=True)
     readers.append(PrometheusMetricReader(registry=registry))
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    # Exemplars link a measurement to the span current in its context; the recorder never makes a span
+    # current (its spans are not those of the threads recording), so none would be kept: don't look.
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, exemplar_filter=AlwaysOffExemplarFilter()
+    )
     server = None
     if settings.prometheus_port is not None:
         try:
