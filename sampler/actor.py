@@ -53,6 +53,9 @@ class Sample(msgspec.Struct, frozen=True, tag=True):
     """Steps of the same turn share their projection memory."""
     request: ModelRequest
     reply_to: str
+    traceparent: str | None = None
+    """The W3C trace context of the model call (its span), sent to the provider as the ``traceparent``
+    header; None when the host does not trace its turns."""
 
 
 class CancelSample(msgspec.Struct, frozen=True, tag=True):
@@ -234,6 +237,7 @@ class SamplerActor(Actor):
                 rng=runtime.rng,
                 memory=memory,
                 gate=runtime.gate,
+                traceparent=sample.traceparent,
             )
         finally:
             address.tell(_StepDone(sample.request_id))

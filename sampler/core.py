@@ -131,6 +131,7 @@ async def sample_step(
     rng: random.Random | None = None,
     memory: ProjectionMemory | None = None,
     gate: GateClient | None = None,
+    traceparent: str | None = None,
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
@@ -141,8 +142,11 @@ async def sample_step(
 
     With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`Queued` when
     the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
-    deadline fails the step with kind ``rate_limit``.
+    deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
+    attempt's request as its header of that name.
     """
+    if traceparent is not None:
+        settings = msgspec.structs.replace(settings, headers={**settings.headers, "traceparent": traceparent})
     rng = rng or random.Random()
     memory = memory or ProjectionMemory()
     policy = settings.policy

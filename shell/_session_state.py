@@ -86,6 +86,9 @@ class SessionRuntime:
     ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
     observer: Callable[[str, int, object, list[Any]], None] | None = None
     """Told every input fed to the turn machine with the actions it returned (the host's telemetry)."""
+    traceparent: Callable[[str, int, str | None], str | None] | None = None
+    """Gives the W3C trace context (session, turn, a model call's request id or None for the turn) that the
+    turn's messages carry to the actors doing its work (the host's telemetry)."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:

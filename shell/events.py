@@ -35,12 +35,15 @@ __all__ = [
 ]
 
 
-class TurnStarted(msgspec.Struct, frozen=True, tag=True):
+class TurnStarted(msgspec.Struct, frozen=True, tag=True, omit_defaults=True):
     """A prompt began a turn."""
 
     session: str
     turn: int
     prompt: str
+    traceparent: str | None = None
+    """The W3C trace context of the turn's span when telemetry traced it (else None, and left out of the
+    JSON): stored with the turn, so a host that finds the turn interrupted continues its trace."""
 
 
 class TextDelta(msgspec.Struct, frozen=True, tag=True):

@@ -193,6 +193,8 @@ class AgentHost:
         address = self._activate(session_id, Path(record.workspace), priority)
         if record.status == "in_turn":
             # Its process ended mid-turn: started now, the session ends that turn as interrupted.
+            if self.telemetry is not None:
+                self.telemetry.resumed(self.store, session_id, record.current_turn)
             with self._lock:
                 session = self._sessions[session_id]
             self._start_subtree(session)
@@ -391,6 +393,7 @@ class AgentHost:
             handle.on_status_changed(lambda before, state: self._announce(before, state, session_id))
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
+            runtime.traceparent = self.telemetry.traceparent
         return Built(runtime, parts, servers)
 
     def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:

@@ -322,6 +322,8 @@ class SessionActor(Actor):
         match action:
             case tm.Publish(event):
                 self._publish(event)
+            case tm.Emit(ev.TurnStarted() as started) if self._rt.traceparent is not None:
+                self._emit(msgspec.structs.replace(started, traceparent=self._traceparent(number)))
             case tm.Emit(event):
                 self._emit(event)
             case tm.AppendMessage(message):
@@ -344,7 +346,10 @@ class SessionActor(Actor):
                     state = None  # the sampler is being restarted: its Down notice covers the step
                 return tm.StepChecked(request_id, state)
             case tm.SendSample(request_id, memory_key, request):
-                self._sibling("sampler").tell(Sample(request_id, memory_key, request, self.address.name))
+                sample = Sample(
+                    request_id, memory_key, request, self.address.name, self._traceparent(number, request_id)
+                )
+                self._sibling("sampler").tell(sample)
             case tm.StopSample(request_id):
                 self._sibling("sampler").tell(CancelSample(request_id))
             case tm.ArmProbe(request_id, delay):
@@ -355,7 +360,8 @@ class SessionActor(Actor):
                     delay, lambda: address.tell(_Probe(request_id)), name="probe"
                 )
             case tm.StartTools(batch_id, invocations):
-                self._sibling("tools").tell(RunTools(batch_id, invocations, self.address.name))
+                trace = self._traceparent(number)
+                self._sibling("tools").tell(RunTools(batch_id, invocations, self.address.name, trace))
             case tm.StopTools(batch_id):
                 self._sibling("tools").tell(AbortTools(batch_id))
             case tm.StartAuthRefresh():
@@ -368,6 +374,11 @@ class SessionActor(Actor):
             case _:
                 raise TypeError(f"not a turn action: {action!r}")
         return None
+
+    def _traceparent(self, number: int, request_id: str | None = None) -> str | None:
+        """The trace context turn ``number`` asks for its work with (None unless the host traces turns)."""
+        find = self._rt.traceparent
+        return None if find is None else find(self._opts.session_id, number, request_id)
 
     async def _refresh(self, number: int) -> None:
         self.address.tell(_AuthDone(number, await refresh_failure(self._rt.credentials)))

@@ -39,6 +39,8 @@ class RunTools(msgspec.Struct, frozen=True, tag=True):
     batch_id: str
     calls: tuple[ToolInvocation, ...]
     reply_to: str
+    traceparent: str | None = None
+    """The W3C trace context the calls run in (the turn's span), when the host traces its turns."""
 
 
 class ToolCallBegan(msgspec.Struct, frozen=True, tag=True):

@@ -12,6 +12,7 @@ from tool_bridge.mcp import McpSettingsError, parse_mcp_option
 from ..config import Settings
 from ._settings import CliUsageError, open_host, open_session, settings_from
 from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
+from ._usage import turn_line
 
 __all__ = ["add_arguments", "add_mcp_option", "run", "with_mcp_options"]
 
@@ -51,7 +52,9 @@ def run(options: argparse.Namespace) -> int:
     """Run one turn; 0 completed, 1 failed, 130 cancelled by Ctrl-C.
 
     Tools that would be asked about are denied unless ``--allow``-ed. Which sandbox and environment policy
-    the ``shell`` tool runs with is said once on stderr before the turn (after the session is found). Raises
+    the ``shell`` tool runs with is said once on stderr before the turn (after the session is found); after
+    it, without ``--json``, the turn's usage (tokens, and cost with a price for the model) and the session's
+    id, one line each. Raises
     :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
     settings = with_mcp_options(settings_from(options), options.mcp)
@@ -64,6 +67,7 @@ def run(options: argparse.Namespace) -> int:
             sys.stderr.write(f"[{host.agent_host.tool_isolation.describe()}]\n")
             terminal = drive_turn(session, options.prompt, view, interrupts)
             if terminal is not None and not options.json:
+                sys.stderr.write(f"[usage: {turn_line(terminal.usage)}]\n")
                 sys.stderr.write(f"[session {session.id}]\n")
         finally:
             host.close()

@@ -8,6 +8,9 @@
   and their duration, model calls, latency and time to first token, retries, tokens by direction and
   model, tool calls and their duration, compactions, actor restarts, crashes, supervisor escalations and
   dead letters by actor kind, sessions active and passivated, the provider gate's queue and cool-down.
+- Trace context (W3C ``traceparent``) in the messages that do a turn's work — the sampler's ``Sample``
+  (and from there the provider request's header), the tool bridge's ``RunTools`` — and in the stored
+  ``TurnStarted`` event, so a host taking over a turn its process did not end continues its trace.
 
 Off unless ``[telemetry] enabled = true``; a host without it does not import this package.
 """

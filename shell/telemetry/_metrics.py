@@ -2,10 +2,16 @@
 
 Names follow OpenTelemetry's style (dots, units in ``unit``); the Prometheus reader turns them into
 ``turnkeep_turns_total``, ``turnkeep_turn_duration_seconds`` and so on. Labels never hold ids.
+
+Counters are :class:`Tally` objects: a count is a dict update, and the totals are handed to the meter
+only when metrics are collected (as observable counters, which report the same cumulative sums a
+synchronous counter would). Every count made through the SDK's own counter walks its measurement
+pipeline, which cost more than the rest of the turn's telemetry put together but the span export.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -15,7 +21,7 @@ from sampler.gate import GateSnapshot
 
 from ..usage import TokenUsage
 
-__all__ = ["HostReadings", "Instruments"]
+__all__ = ["HostReadings", "Instruments", "Tally"]
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
@@ -30,19 +36,50 @@ class HostReadings:
     gate: Callable[[], GateSnapshot | None]
 
 
+class Tally:
+    """A monotonic counter whose labels are ``labels`` (names, in order): :meth:`add` counts under the
+    label values given in that order; the meter reads the totals when it collects. Thread-safe."""
+
+    def __init__(self, meter: Meter, name: str, labels: tuple[str, ...], *, unit: str = "", description: str):
+        self.labels = labels
+        self._lock = threading.Lock()
+        self._totals: dict[tuple[str, ...], float] = {}
+        meter.create_observable_counter(name, [self._observe], unit=unit, description=description)
+
+    def add(self, amount: float, *values: str) -> None:
+        """Count ``amount`` (>= 0) under the label values ``values``, one per label name."""
+        with self._lock:
+            self._totals[values] = self._totals.get(values, 0) + amount
+
+    def total(self, *values: str) -> float:
+        """What was counted under exactly ``values`` so far."""
+        with self._lock:
+            return self._totals.get(values, 0)
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            totals = list(self._totals.items())
+        return [Observation(total, dict(zip(self.labels, values, strict=True))) for values, total in totals]
+
+
 class Instruments:
     """Every counter, histogram and gauge the host reports, created once on ``meter``."""
 
     def __init__(self, meter: Meter, readings: HostReadings | None = None) -> None:
-        self.turns = meter.create_counter("turnkeep.turns", description="Turns ended, by outcome and kind")
+        self.turns = Tally(
+            meter, "turnkeep.turns", ("outcome", "kind"), description="Turns ended, by outcome and kind"
+        )
         self.turn_duration = meter.create_histogram(
             "turnkeep.turn.duration",
             unit="s",
             description="Turn duration",
             explicit_bucket_boundaries_advisory=_SECONDS,
         )
-        self.model_calls = meter.create_counter(
-            "turnkeep.model_calls", description="Model calls ended, by model and outcome"
+        self.model_calls = Tally(
+            meter,
+            "turnkeep.model_calls",
+            ("model", "outcome"),
+            description="Model calls ended, by model and outcome",
         )
         self.model_latency = meter.create_histogram(
             "gen_ai.client.operation.duration",
@@ -56,16 +93,21 @@ class Instruments:
             description="Time from sending a model call to its first streamed text",
             explicit_bucket_boundaries_advisory=_SECONDS,
         )
-        self.retries = meter.create_counter(
-            "turnkeep.retries", description="Model call retries, by error kind"
+        self.retries = Tally(
+            meter, "turnkeep.retries", ("kind",), description="Model call retries, by error kind"
         )
-        self.tokens = meter.create_counter(
+        self.tokens = Tally(
+            meter,
             "turnkeep.tokens",
+            ("direction", "model"),
             unit="{token}",
             description="Tokens reported by the provider, by direction and model",
         )
-        self.tool_calls = meter.create_counter(
-            "turnkeep.tool_calls", description="Tool calls ended, by tool and outcome"
+        self.tool_calls = Tally(
+            meter,
+            "turnkeep.tool_calls",
+            ("tool", "outcome"),
+            description="Tool calls ended, by tool and outcome",
         )
         self.tool_duration = meter.create_histogram(
             "turnkeep.tool_call.duration",
@@ -73,23 +115,31 @@ class Instruments:
             description="Tool call duration",
             explicit_bucket_boundaries_advisory=_SECONDS,
         )
-        self.compactions = meter.create_counter(
-            "turnkeep.compactions", description="Compactions, by reason and result"
+        self.compactions = Tally(meter, "turnkeep.compactions", ("ok",), description="Compactions, by result")
+        self.gate_waits = Tally(
+            meter,
+            "turnkeep.gate.queued",
+            ("reason",),
+            description="Model calls reported waiting at the provider gate, by reason",
         )
-        self.gate_waits = meter.create_counter(
-            "turnkeep.gate.queued", description="Model calls reported waiting at the provider gate, by reason"
+        kind = ("actor_kind",)
+        self.restarts = Tally(
+            meter, "turnkeep.actor.restarts", kind, description="Actor restarts, by actor kind"
         )
-        self.restarts = meter.create_counter(
-            "turnkeep.actor.restarts", description="Actor restarts, by actor kind"
+        self.crashes = Tally(
+            meter, "turnkeep.actor.crashes", kind, description="Actor crashes, by actor kind"
         )
-        self.crashes = meter.create_counter(
-            "turnkeep.actor.crashes", description="Actor crashes, by actor kind"
+        self.escalations = Tally(
+            meter,
+            "turnkeep.supervisor.escalations",
+            kind,
+            description="Supervisors that gave up, by actor kind",
         )
-        self.escalations = meter.create_counter(
-            "turnkeep.supervisor.escalations", description="Supervisors that gave up, by actor kind"
-        )
-        self.dead_letters = meter.create_counter(
-            "turnkeep.dead_letters", description="Messages not handled, by the kind of actor they were for"
+        self.dead_letters = Tally(
+            meter,
+            "turnkeep.dead_letters",
+            kind,
+            description="Messages not handled, by the kind of actor they were for",
         )
         if readings is not None:
             self._observe_host(meter, readings)
@@ -104,7 +154,7 @@ class Instruments:
             ("reasoning", tokens.reasoning_tokens),
         ):
             if value:
-                self.tokens.add(value, {"direction": direction, "model": model})
+                self.tokens.add(value, direction, model)
 
     def _observe_host(self, meter: Meter, readings: HostReadings) -> None:
         def sessions(options: CallbackOptions) -> Iterable[Observation]:

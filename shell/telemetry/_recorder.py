@@ -4,8 +4,14 @@ The SessionActor hands every input it feeds its turn machine, with the actions t
 :meth:`TurnRecorder.observe`. The recorder keeps the open spans of each turn keyed by session, turn and
 request id, in the host rather than in any actor, so they outlive a crashed sampler or a restarted
 SessionActor: the model call in flight is ended with an error status, and the call the turn sends again
-opens a new child of the same turn span — one trace per turn whatever was restarted. Threads do not
-carry the trace context; every child is opened with its turn span as explicit parent.
+opens a new child of the same turn span — one trace per turn whatever was restarted.
+
+Threads do not carry context variables, so the trace context travels in the messages: the session asks
+:meth:`TurnRecorder.traceparent` for the W3C ``traceparent`` of the work it is about to ask for and puts
+it in the message — the model call's own span in the sampler's ``Sample`` (sent on to the provider as
+a header), the turn's span in the tool bridge's ``RunTools`` (the parent of every ``execute_tool`` span)
+and in the stored ``TurnStarted`` event. A host that finds a turn interrupted by the end of its process
+records, with :meth:`TurnRecorder.resumed`, an ``invoke_agent`` span in that turn's stored trace.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 
 import msgspec
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.context import Context
+from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode, Tracer
 
 from sampler import Cancelled, Completed, Delta, Failed, ProjectionFallback, Queued, Retrying
 
@@ -25,6 +32,7 @@ from .. import events as ev
 from .. import turn as tm
 from .._secrets import redact
 from ..usage import TokenUsage
+from ._context import format_traceparent, parse_traceparent
 from ._metrics import Instruments
 
 __all__ = ["TurnRecorder"]
@@ -33,11 +41,16 @@ _CONTENT_LIMIT = 16_384
 """The most characters of prompt or completion text put on a span (with ``record_content``)."""
 
 
+_INTERRUPTED = "interrupted"
+"""The cancel reason of a turn its process did not live to end."""
+
+
 @dataclass
 class _Call:
     span: Span
     started: float
     model: str
+    traceparent: str | None
     first_token: float | None = None
 
 
@@ -51,9 +64,13 @@ class _Tool:
 class _Turn:
     span: Span
     started: float
+    parent: Context
+    """The context whose span is the turn's: what ``RunTools`` carries, the parent of its children."""
+    traceparent: str | None
     calls: dict[str, _Call] = field(default_factory=dict)
     tools: dict[str, _Tool] = field(default_factory=dict)
     compaction: Span | None = None
+    compaction_parent: Context | None = None
 
 
 class TurnRecorder:
@@ -86,6 +103,40 @@ class TurnRecorder:
                     del self._turns[key]
                     self._end(turn, action.event)
 
+    def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
+        """The W3C ``traceparent`` the work of turn ``number`` is asked for with: the span of the model
+        call ``request_id`` when one is given and open, else the turn's own span; None for a turn without
+        a span (begun before telemetry was on, or ended)."""
+        with self._lock:
+            turn = self._turns.get((session_id, number))
+            if turn is None:
+                return None
+            call = turn.calls.get(request_id) if request_id is not None else None
+            return call.traceparent if call is not None else turn.traceparent
+
+    def resumed(self, session_id: str, number: int, traceparent: str | None) -> None:
+        """Record that turn ``number``, which a process ended while it ran, is now ended as interrupted by a
+        host that took the session over: an ``invoke_agent`` span with ``turnkeep.resumed`` set, child of
+        the span ``traceparent`` names (the turn's span, as stored when it began) and so in its trace, ended
+        at once with an error status. Without a usable ``traceparent`` the span starts a trace of its own."""
+        stored = parse_traceparent(traceparent) if traceparent else None
+        parent = trace.set_span_in_context(NonRecordingSpan(stored)) if stored is not None else Context()
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "turnkeep",
+            "gen_ai.conversation.id": session_id,
+            "gen_ai.provider.name": self._provider,
+            "turnkeep.turn": number,
+            "turnkeep.resumed": True,
+            "turnkeep.outcome": "cancelled",
+            "turnkeep.cancel_reason": _INTERRUPTED,
+            "error.type": _INTERRUPTED,
+        }
+        span = self._tracer.start_span("invoke_agent", context=parent, attributes=attributes)
+        span.set_status(Status(StatusCode.ERROR, "the process ended while the turn ran"))
+        span.end()
+        self._metrics.turns.add(1, "cancelled", _INTERRUPTED)
+
     def open_turns(self) -> int:
         """Turns with a span still open."""
         with self._lock:
@@ -114,7 +165,8 @@ class TurnRecorder:
         if self._content:
             attributes["turnkeep.prompt"] = _content(message.prompt.text)
         span = self._tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
-        return _Turn(span, time.perf_counter())
+        parent = trace.set_span_in_context(span)
+        return _Turn(span, time.perf_counter(), parent, format_traceparent(span.get_span_context()))
 
     def _told(self, turn: _Turn, message: object) -> None:
         match message:
@@ -127,7 +179,7 @@ class TurnRecorder:
                 self._event(
                     turn, request_id, "gate.queued", {"place": place, "reason": reason, "expected_wait": wait}
                 )
-                self._metrics.gate_waits.add(1, {"reason": reason})
+                self._metrics.gate_waits.add(1, reason)
             case Retrying() as retry:
                 attributes = {
                     "attempt": retry.attempt,
@@ -138,7 +190,7 @@ class TurnRecorder:
                     "discard_partial": retry.discard_partial,
                 }
                 self._event(turn, retry.request_id, "retry", attributes)
-                self._metrics.retries.add(1, {"kind": str(retry.kind)})
+                self._metrics.retries.add(1, str(retry.kind))
                 self._count_usage(turn, retry.request_id, retry.usage)
             case ProjectionFallback() as fallback:
                 attributes = {"projection": str(fallback.projection), "error.type": str(fallback.kind)}
@@ -165,24 +217,25 @@ class TurnRecorder:
         call = turn.calls.pop(outcome.request_id, None)
         if call is None:
             return
-        span = call.span
         usage = outcome.usage
+        attributes: dict[str, Any] = {"turnkeep.attempts": outcome.attempts}
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
             if usage.reasoning_tokens:
-                span.set_attribute("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens)
+                attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
             self._metrics.count_tokens(TokenUsage().add(usage), call.model)
-        span.set_attribute("turnkeep.attempts", outcome.attempts)
         if isinstance(outcome, Completed):
-            span.set_attribute("gen_ai.response.finish_reasons", [str(outcome.finish_reason)])
+            attributes["gen_ai.response.finish_reasons"] = (str(outcome.finish_reason),)
             if outcome.response_model:
-                span.set_attribute("gen_ai.response.model", outcome.response_model)
+                attributes["gen_ai.response.model"] = outcome.response_model
             if outcome.projections:
-                span.set_attribute("turnkeep.projections", [str(p) for p in outcome.projections])
+                attributes["turnkeep.projections"] = tuple(str(p) for p in outcome.projections)
             if self._content:
-                span.set_attribute("turnkeep.completion", _content(outcome.message.text))
+                attributes["turnkeep.completion"] = _content(outcome.message.text)
+        call.span.set_attributes(attributes)
+        if isinstance(outcome, Completed):
             self._end_call(call, "completed", None)
         elif isinstance(outcome, Failed):
             self._end_call(call, "failed", str(outcome.error.kind), outcome.error.message)
@@ -197,7 +250,7 @@ class TurnRecorder:
             call.span.set_attribute("error.type", error)
             call.span.set_status(Status(StatusCode.ERROR, _content(message or error)))
         self._metrics.model_latency.record(seconds, labels)
-        self._metrics.model_calls.add(1, {"model": call.model, "outcome": outcome})
+        self._metrics.model_calls.add(1, call.model, outcome)
         call.span.end()
 
     # -- what the turn decided -------------------------------------------------------------------------
@@ -219,7 +272,7 @@ class TurnRecorder:
 
     def _send(self, turn: _Turn, request_id: str, compaction: bool, request: Any) -> None:
         model = str(request.model)
-        parent = turn.compaction if compaction and turn.compaction is not None else turn.span
+        parent = turn.compaction_parent if compaction and turn.compaction_parent is not None else turn.parent
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": self._provider,
@@ -237,12 +290,11 @@ class TurnRecorder:
         if self._content:
             attributes["gen_ai.input.messages"] = _content(msgspec.json.encode(request.messages).decode())
         span = self._tracer.start_span(
-            f"chat {model}",
-            context=trace.set_span_in_context(parent),
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+            f"chat {model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
         )
-        turn.calls[request_id] = _Call(span, time.perf_counter(), model)
+        turn.calls[request_id] = _Call(
+            span, time.perf_counter(), model, format_traceparent(span.get_span_context())
+        )
 
     def _emitted(self, turn: _Turn, event: object) -> None:
         match event:
@@ -255,36 +307,40 @@ class TurnRecorder:
                 if self._content:
                     attributes["gen_ai.tool.call.arguments"] = _content(arguments)
                 span = self._tracer.start_span(
-                    f"execute_tool {tool}",
-                    context=trace.set_span_in_context(turn.span),
-                    attributes=attributes,
+                    f"execute_tool {tool}", context=turn.parent, attributes=attributes
                 )
                 turn.tools[call_id] = _Tool(span, time.perf_counter())
             case ev.ToolCallFinished(call_id=call_id, tool=tool, is_error=is_error, status=status):
                 running = turn.tools.pop(call_id, None)
                 if running is None:
                     return
-                running.span.set_attribute("turnkeep.tool.status", status)
                 if is_error:
-                    running.span.set_attribute("error.type", status)
+                    running.span.set_attributes({"turnkeep.tool.status": status, "error.type": status})
                     running.span.set_status(Status(StatusCode.ERROR, status))
+                else:
+                    running.span.set_attribute("turnkeep.tool.status", status)
                 running.span.end()
-                self._metrics.tool_calls.add(1, {"tool": tool, "outcome": status})
+                self._metrics.tool_calls.add(1, tool, status)
                 self._metrics.tool_duration.record(time.perf_counter() - running.started, {"tool": tool})
             case ev.CompactionStarted(reason=reason, estimated_tokens=estimated, window=window):
                 attributes = {"turnkeep.compaction.reason": reason, "turnkeep.estimated_tokens": estimated}
                 attributes["turnkeep.window"] = window
                 turn.compaction = self._tracer.start_span(
-                    "compaction", context=trace.set_span_in_context(turn.span), attributes=attributes
+                    "compaction", context=turn.parent, attributes=attributes
                 )
+                turn.compaction_parent = trace.set_span_in_context(turn.compaction)
             case ev.CompactionFinished() as finished:
-                compaction, turn.compaction = turn.compaction, None
-                self._metrics.compactions.add(1, {"ok": str(finished.ok).lower()})
+                compaction, turn.compaction, turn.compaction_parent = turn.compaction, None, None
+                self._metrics.compactions.add(1, str(finished.ok).lower())
                 if compaction is None:
                     return
-                compaction.set_attribute("turnkeep.compaction.replaced", finished.replaced)
-                compaction.set_attribute("turnkeep.tokens_before", finished.tokens_before)
-                compaction.set_attribute("turnkeep.tokens_after", finished.tokens_after)
+                compaction.set_attributes(
+                    {
+                        "turnkeep.compaction.replaced": finished.replaced,
+                        "turnkeep.tokens_before": finished.tokens_before,
+                        "turnkeep.tokens_after": finished.tokens_after,
+                    }
+                )
                 if not finished.ok:
                     compaction.set_status(Status(StatusCode.ERROR, _content(finished.message)))
                 compaction.end()
@@ -299,25 +355,28 @@ class TurnRecorder:
         span = turn.span
         usage = event.usage
         total = usage.total
-        span.set_attribute("turnkeep.outcome", outcome)
-        span.set_attribute("gen_ai.usage.input_tokens", total.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", total.output_tokens)
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", total.cached_tokens)
-        span.set_attribute("turnkeep.usage.compaction.input_tokens", usage.compaction.input_tokens)
+        attributes: dict[str, Any] = {
+            "turnkeep.outcome": outcome,
+            "gen_ai.usage.input_tokens": total.input_tokens,
+            "gen_ai.usage.output_tokens": total.output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": total.cached_tokens,
+            "turnkeep.usage.compaction.input_tokens": usage.compaction.input_tokens,
+        }
         if usage.cost is not None:
-            span.set_attribute("turnkeep.cost", usage.cost)
+            attributes["turnkeep.cost"] = usage.cost
         if isinstance(event, ev.TurnFailed):
-            span.set_attribute("error.type", event.kind)
+            attributes["error.type"] = event.kind
             span.set_status(Status(StatusCode.ERROR, _content(event.message)))
         elif isinstance(event, ev.TurnCancelled):
-            span.set_attribute("turnkeep.cancel_reason", event.reason)
+            attributes["turnkeep.cancel_reason"] = event.reason
             if event.reason != "user_cancelled":
-                span.set_attribute("error.type", event.reason)
+                attributes["error.type"] = event.reason
                 span.set_status(Status(StatusCode.ERROR, f"the turn was cancelled ({event.reason})"))
         elif self._content:
-            span.set_attribute("turnkeep.completion", _content(event.text))
+            attributes["turnkeep.completion"] = _content(event.text)
+        span.set_attributes(attributes)
         span.end()
-        self._metrics.turns.add(1, {"outcome": outcome, "kind": kind})
+        self._metrics.turns.add(1, outcome, kind)
         self._metrics.turn_duration.record(time.perf_counter() - turn.started, {"outcome": outcome})
 
     def _abandon(self, turn: _Turn, why: str) -> None:
@@ -333,7 +392,7 @@ class TurnRecorder:
         if turn.compaction is not None:
             turn.compaction.set_status(Status(StatusCode.ERROR, why))
             turn.compaction.end()
-            turn.compaction = None
+            turn.compaction = turn.compaction_parent = None
 
 
 def _outcome(event: tm.TurnEnd) -> tuple[str, str]:

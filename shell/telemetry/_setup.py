@@ -8,9 +8,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -21,9 +20,12 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from actors.messages import DeadLetter
 
 from .._telemetry_settings import TelemetrySettings
+from ..store import SessionStore
 from ._kinds import actor_kind
 from ._metrics import HostReadings, Instruments
+from ._otlp import OtlpSpanExporter
 from ._recorder import TurnRecorder
+from ._stored import stored_traceparent
 
 __all__ = ["Telemetry", "TelemetryError", "start_telemetry"]
 
@@ -79,19 +81,40 @@ class Telemetry:
         except Exception:
             logger.exception("telemetry: recording turn %s of session %s failed", number, session_id)
 
+    def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
+        """See :meth:`TurnRecorder.traceparent`; a failure is logged and gives None (no context)."""
+        try:
+            return self.recorder.traceparent(session_id, number, request_id)
+        except Exception:
+            logger.exception(
+                "telemetry: the trace context of turn %s of session %s failed", number, session_id
+            )
+            return None
+
+    def resumed(self, store: SessionStore, session_id: str, number: int) -> None:
+        """Record that this host takes over the session whose turn ``number`` its process did not live to
+        end (see :meth:`TurnRecorder.resumed`), in the trace stored with the turn's ``TurnStarted`` event in
+        ``store``. A failure (the store cannot be read, say) is logged, never raised."""
+        try:
+            self.recorder.resumed(session_id, number, stored_traceparent(store, session_id, number))
+        except Exception:
+            logger.exception(
+                "telemetry: recording the interrupted turn %s of session %s failed", number, session_id
+            )
+
     def supervision(self, fact: str, address: str) -> None:
         """Count a supervision fact (``restart``, ``escalation``, ``crash``) of the actor at ``address``."""
-        labels = {"actor_kind": actor_kind(address)}
+        kind = actor_kind(address)
         if fact == "restart":
-            self.instruments.restarts.add(1, labels)
+            self.instruments.restarts.add(1, kind)
         elif fact == "escalation":
-            self.instruments.escalations.add(1, labels)
+            self.instruments.escalations.add(1, kind)
         elif fact == "crash":
-            self.instruments.crashes.add(1, labels)
+            self.instruments.crashes.add(1, kind)
 
     def dead_letter(self, letter: DeadLetter) -> None:
         """Count a message that was not handled, by the kind of actor it was for."""
-        self.instruments.dead_letters.add(1, {"actor_kind": actor_kind(letter.address)})
+        self.instruments.dead_letters.add(1, actor_kind(letter.address))
 
     def shutdown(self) -> None:
         """End what is open, export what is left, stop serving metrics. Idempotent."""
@@ -136,7 +159,11 @@ def start_telemetry(
     # Always readable in Prometheus text (turnkeep serve's /metrics); served on a port of its own on request.
     registry = CollectorRegistry(auto_describe=True)
     readers.append(PrometheusMetricReader(registry=registry))
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    # Exemplars link a measurement to the span current in its context; the recorder never makes a span
+    # current (its spans are not those of the threads recording), so none would be kept: don't look.
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, exemplar_filter=AlwaysOffExemplarFilter()
+    )
     server = None
     if settings.prometheus_port is not None:
         try:
@@ -156,11 +183,11 @@ def start_telemetry(
     return Telemetry(recorder, instruments, tracer_provider, meter_provider, server, registry)
 
 
-def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OTLPSpanExporter | None:
+def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OtlpSpanExporter | None:
     endpoint = settings.otlp_endpoint or env.get(_OTLP_ENV, "").strip() or None
     if endpoint is None:
         return None
     endpoint = endpoint.rstrip("/")
     if not endpoint.endswith(_TRACES_PATH):
         endpoint += _TRACES_PATH
-    return OTLPSpanExporter(endpoint=endpoint, timeout=10)
+    return OtlpSpanExporter(endpoint=endpoint, timeout=10)

@@ -98,6 +98,7 @@ class Harness:
         runtime = session_runtime(parts)
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
+            runtime.traceparent = self.telemetry.traceparent
         self.system.spawn(session_spec(path.child_name, parts, runtime))
         session = self.system.address(path.member("session"))
         inbox: queue.Queue[Any] = queue.Queue()
