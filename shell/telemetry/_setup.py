@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -23,7 +24,6 @@ from .._telemetry_settings import TelemetrySettings
 from ..store import SessionStore
 from ._kinds import actor_kind
 from ._metrics import HostReadings, Instruments
-from ._otlp import OtlpSpanExporter
 from ._recorder import TurnRecorder
 from ._stored import stored_traceparent
 
@@ -183,11 +183,11 @@ def start_telemetry(
     return Telemetry(recorder, instruments, tracer_provider, meter_provider, server, registry)
 
 
-def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OtlpSpanExporter | None:
+def _otlp_exporter(settings: TelemetrySettings, env: Mapping[str, str]) -> OTLPSpanExporter | None:
     endpoint = settings.otlp_endpoint or env.get(_OTLP_ENV, "").strip() or None
     if endpoint is None:
         return None
     endpoint = endpoint.rstrip("/")
     if not endpoint.endswith(_TRACES_PATH):
         endpoint += _TRACES_PATH
-    return OtlpSpanExporter(endpoint=endpoint, timeout=10)
+    return OTLPSpanExporter(endpoint=endpoint, timeout=10)
