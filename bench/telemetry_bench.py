@@ -223,15 +223,17 @@ def _replayed(base: dict[str, str], tmp: Path, replays: int) -> float:
     return best / replays
 
 
-def measure(sessions: int, turns: int, rounds: int, replays: int = 1_000) -> Throughput:
+def measure(
+    sessions: int, turns: int, rounds: int, replays: int = 1_000, chunks: int | None = None
+) -> Throughput:
     """Run every configuration ``rounds`` times, rotating their order; then replay one turn's telemetry
-    ``replays`` times."""
+    ``replays`` times. Each answer is the echo of its prompt, in ``chunks`` streamed chunks when given."""
     results: dict[str, list[float]] = {config: [] for config in CONFIGS}
     wall: dict[str, list[float]] = {config: [] for config in CONFIGS}
     scraped = 0
     with (
         tempfile.TemporaryDirectory(prefix="turnkeep-telemetry-") as tmp,
-        FakeProvider(Script.echo()) as fake,
+        FakeProvider(Script.echo(chunks=chunks)) as fake,
         _otlp_sink() as sink,
     ):
         base = {
@@ -317,9 +319,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=60, help="turns per session per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (each runs every configuration)")
     parser.add_argument("--replays", type=int, default=1_000, help="times one turn's telemetry is replayed")
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=None,
+        help="stream each answer in this many chunks (default: as it comes)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args(argv)
-    result = measure(args.sessions, args.turns, args.rounds, args.replays)
+    result = measure(args.sessions, args.turns, args.rounds, args.replays, args.chunks)
     rows = figures(result)
     print(msgspec.json.encode(rows).decode() if args.json else format_table(rows))
     if not args.json:
