@@ -2,10 +2,12 @@
 
 A caller's write is queued and the caller waits; the writer thread takes every write queued (up to
 :data:`BATCH_LIMIT`), runs each in a savepoint of one transaction, commits, and only then tells each caller
-its own result or error. Nothing waits for company: an idle writer starts a transaction as soon as one write
-arrives, and the writes that arrive meanwhile share the next one. A write that fails is rolled back to its
-savepoint and fails alone; a transaction that fails (to begin, or to commit) fails every write in it, and
-nothing of it is stored. :mod:`._batch` decides; this module only performs, waits and wakes.
+its own result or error. Nothing waits for company: a caller that finds no transaction in progress and no
+write waiting makes its write itself, in a transaction of its own on its own thread (no hand-over to the
+writer thread and back); the writes that arrive while a transaction is in progress share the next one. A
+write that fails is rolled back to its savepoint and fails alone; a transaction that fails (to begin, or to
+commit) fails every write in it, and nothing of it is stored. :mod:`._batch` decides; this module only
+performs, waits and wakes.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ class _Call(Pending):
 class GroupWriter:
     """The writer thread of one store, and the door callers' writes go through.
 
-    ``transactions`` is called on the writer thread to get what it writes with (again after it failed to).
+    ``transactions`` is called by the first to make a transaction (the writer thread, or a caller making its
+    write itself) to get what writes are made with, again after it failed to; one transaction at a time
+    uses it.
     :meth:`submit` returns once the write's transaction has committed, or raises the write's own error, the
     error that failed its transaction, :class:`StoreClosed` after :meth:`close`, or :class:`StoreTimeout`
     after ``ack_timeout`` seconds, stating whether the write may yet commit.
@@ -81,6 +85,11 @@ class GroupWriter:
         self._work = threading.Condition(self._lock)
         self._stats = WriterStats()
         self._running = 0
+        """Writes in the transaction in progress (0: none is); one transaction at a time, by the writer
+        thread or by a caller making its write itself."""
+        self._transactions: Transactions | None = None
+        """What transactions are made with, opened by the first to make one."""
+        self._inside = threading.local()
         self._thread = threading.Thread(target=self._run, name=f"store writer {location}", daemon=True)
         self._thread.start()
 
@@ -115,14 +124,21 @@ class GroupWriter:
 
     def submit(self, op: Callable[[Db], T]) -> T:
         """Run ``op`` in a transaction shared with other writes; return its result once committed."""
-        if threading.current_thread() is self._thread:
-            # The writer would wait for itself: no store write path does this, and none may.
+        if threading.current_thread() is self._thread or getattr(self._inside, "write", False):
+            # The write would wait for itself: no store write path does this, and none may.
             raise StoreError(f"{self._location}: a store write was made from inside another write")
         call = _Call(op)
         with self._lock:
             if not self._batches.add(call):
                 raise StoreClosed(f"the session store {self._location} is closed")
-            self._work.notify()
+            alone = self._batches.waiting == 1 and not self._running
+            if alone:
+                batch = self._batches.next_batch()
+                self._running = len(batch)
+            else:
+                self._work.notify()
+        if alone:
+            self._transact(batch)
         if not call.done.wait(self._ack_timeout):
             with self._lock:
                 withdrawn = self._batches.withdraw(call)
@@ -147,35 +163,45 @@ class GroupWriter:
     # --- The writer thread ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        transactions: Transactions | None = None
         try:
             while (batch := self._next_batch()) is not None:
-                outcomes: list[Outcome] | None = None
-                failure: BaseException | None = None
-                try:
-                    if transactions is None:
-                        transactions = self._open()
-                    outcomes = self._make(transactions, batch)
-                except BaseException as error:
-                    failure = error
-                self._settle(batch, outcomes, failure)
+                self._transact(batch)
         finally:
+            with self._lock:
+                self._batches.close()
+                # A caller may still be making its own write with the transactions: let it end first.
+                if self._running:
+                    self._work.wait_for(lambda: not self._running, self._ack_timeout)
+                transactions, self._transactions = self._transactions, None
             if transactions is not None:
                 with suppress(Exception):
                     transactions.close()
-            with self._lock:
-                self._batches.close()
             self._drop_queued()
 
     def _next_batch(self) -> list[Pending] | None:
         with self._lock:
-            while not self._batches.waiting:
-                if self._batches.closed:
+            while not self._batches.waiting or self._running:
+                if self._batches.closed and not self._batches.waiting:
                     return None
                 self._work.wait(_IDLE_WAKE)
             batch = self._batches.next_batch()
             self._running = len(batch)
             return batch
+
+    def _transact(self, batch: Sequence[Pending]) -> None:
+        """Make ``batch`` in one transaction and tell its callers; the caller has set ``_running``."""
+        outcomes: list[Outcome] | None = None
+        failure: BaseException | None = None
+        self._inside.write = True
+        try:
+            if self._transactions is None:
+                self._transactions = self._open()
+            outcomes = self._make(self._transactions, batch)
+        except BaseException as error:
+            failure = error
+        finally:
+            self._inside.write = False
+        self._settle(batch, outcomes, failure)
 
     def _make(self, transactions: Transactions, batch: Sequence[Pending]) -> list[Outcome]:
         """Run each write of ``batch`` after a savepoint and commit; a write that fails is rolled back to
@@ -203,6 +229,8 @@ class GroupWriter:
         with self._lock:
             settled = self._batches.settle(batch, outcomes, failure)
             self._running = 0
+            if self._batches.waiting or self._batches.closed:
+                self._work.notify_all()  # the next batch may start, or the closing writer may end
             if failure is None:
                 before = self._stats
                 self._stats = WriterStats(

@@ -105,7 +105,7 @@ class SqliteBackend:
         return False
 
     def writer(self) -> SqliteWriter:
-        """A connection of its own for the calling thread, the store's group writer, to write with."""
+        """A connection of its own for the store's group writer to write with."""
         with self._translate():
             return SqliteWriter(self._path, self._synchronous, self._busy_timeout, self._translate)
 
@@ -176,7 +176,8 @@ class SqliteBackend:
 
 
 class SqliteWriter:
-    """A connection to the store's file for the one thread that created it: the group writer's."""
+    """A connection to the store's file for the group writer: used by one transaction at a time, from
+    whichever thread makes it."""
 
     def __init__(
         self,
@@ -187,7 +188,7 @@ class SqliteWriter:
     ) -> None:
         self._translate = translate
         self._connection: sqlite3.Connection | None = sqlite3.connect(
-            path, timeout=busy_timeout, isolation_level=None
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
         try:
             _configure(self._connection, synchronous, busy_timeout)

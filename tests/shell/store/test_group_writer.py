@@ -130,15 +130,31 @@ def test_a_failing_write_is_rolled_back_to_its_savepoint_and_its_error_reaches_i
 
 
 def test_a_write_still_in_its_transaction_when_the_wait_ends_may_or_may_not_have_committed(transactions):
-    finish = threading.Event()
-    with group_writer(transactions, ack=0.2) as writer:
+    first_may_end, finish = threading.Event(), threading.Event()
+    calls = Calls()
+    with group_writer(transactions, ack=0.5) as writer:
         try:
-            with pytest.raises(StoreTimeout, match="may or may not have been written") as caught:
-                writer.submit(lambda db: finish.wait(10))
+            calls.start("first", lambda: writer.submit(lambda db: first_may_end.wait(10)))
+            wait_until(lambda: writer.running == 1, "the first write is in a transaction")
+            calls.start("second", lambda: writer.submit(lambda db: finish.wait(10)))
+            wait_until(lambda: writer.waiting == 1, "the second write waits for the next transaction")
+            first_may_end.set()
+            outcome = calls.join()["second"]
         finally:
+            first_may_end.set()
             finish.set()
 
-    assert caught.value.may_have_committed is True
+    assert isinstance(outcome, StoreTimeout) and "may or may not have been written" in str(outcome)
+    assert outcome.may_have_committed is True
+
+
+def test_a_write_made_alone_is_made_on_its_callers_thread_in_a_transaction_of_its_own(transactions):
+    with group_writer(transactions) as writer:
+        writer_thread = writer._thread
+        made_on = writer.submit(lambda db: threading.current_thread())
+
+    assert made_on is threading.current_thread() and made_on is not writer_thread
+    assert transactions.log.count("BEGIN") == 1 and transactions.log.count("COMMIT") == 1
 
 
 def test_a_write_still_queued_when_the_wait_ends_is_withdrawn_and_never_made(transactions):
