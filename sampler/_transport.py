@@ -425,12 +425,7 @@ class _ResponseStream(httpx.AsyncByteStream):
         except BaseException:
             self._discard(connection)
             raise
-        self._connection = None
-        self._finished = True
-        self._transport._release(connection)
-        if parts:
-            return b"".join(parts)
-        raise StopAsyncIteration
+        return self._end(connection, None, b"".join(parts))
 
     async def _next_framed(self, connection: _Connection, framed: _Framed) -> bytes:
         """The next payload of a framed body: everything one read completes, in one piece."""
@@ -457,11 +452,16 @@ class _ResponseStream(httpx.AsyncByteStream):
         except BaseException:
             self._discard(connection)
             raise
+        return self._end(connection, framed, payload)
+
+    def _end(self, connection: _Connection, framed: _Framed | None, last: bytes) -> bytes:
+        """The body has been read to its end: the connection goes back to the pool; ``last`` is what the
+        final read completed (nothing left to give ends the iteration)."""
         self._connection = None
         self._finished = True
         self._transport._release(connection, framed)
-        if payload:
-            return payload
+        if last:
+            return last
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
