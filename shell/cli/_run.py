@@ -54,8 +54,8 @@ def run(options: argparse.Namespace) -> int:
     Tools that would be asked about are denied unless ``--allow``-ed. Which sandbox and environment policy
     the ``shell`` tool runs with is said once on stderr before the turn (after the session is found); after
     it, without ``--json``, the turn's usage (tokens, and cost with a price for the model) and the session's
-    id, one line each. Raises
-    :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the turn.
+    id, one line each. Raises :class:`~shell.config.ConfigError` or
+    :class:`~shell.cli._settings.CliUsageError` before the turn.
     """
     settings = with_mcp_options(settings_from(options), options.mcp)
     view: View = JsonView() if options.json else TextView()
