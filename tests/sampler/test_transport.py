@@ -151,6 +151,13 @@ async def keep_alive(peer: Peer) -> None:
         await peer.send(ok(b"conn %d" % peer.index))
 
 
+async def closed_and_not_pooled(transport: TrioTransport, server: RawServer, peer: int = 0) -> None:
+    """The connection to ``peer`` went back to no pool, and the server saw it closed."""
+    assert transport.idle_connections == 0
+    with trio.fail_after(1):
+        await server.peers[peer].closed.wait()
+
+
 @pytest.fixture
 async def transport() -> AsyncIterator[TrioTransport]:
     transport = TrioTransport()
@@ -406,9 +413,7 @@ async def test_a_connection_is_not_reused_when_the_response_forbids_it_or_sent_m
 
     server = await serve(once)
     assert (await client.get(server.url())).content == b"ok"
-    assert transport.idle_connections == 0
-    with trio.fail_after(1):
-        await server.peers[0].closed.wait()
+    await closed_and_not_pooled(transport, server)
 
 
 @pytest.mark.trio
@@ -447,9 +452,7 @@ async def test_a_response_not_read_to_the_end_closes_its_connection(
     server = await serve(slow_body)
     async with client.stream("GET", server.url()) as response:
         assert response.status_code == 200
-    assert transport.idle_connections == 0
-    with trio.fail_after(1):
-        await server.peers[0].closed.wait()
+    await closed_and_not_pooled(transport, server)
     assert (await client.get(server.url())).content == b"conn 1"
 
 
@@ -494,9 +497,7 @@ async def test_aclose_closes_pooled_connections_and_refuses_later_requests(
     await client.get(server.url())
     assert transport.idle_connections == 1
     await transport.aclose()
-    assert transport.idle_connections == 0
-    with trio.fail_after(1):
-        await server.peers[0].closed.wait()
+    await closed_and_not_pooled(transport, server)
     with pytest.raises(TransportClosedError):
         await client.get(server.url())
 
@@ -793,9 +794,7 @@ async def test_cancelling_mid_body_closes_the_connection_and_pools_nothing(
                 chunks.append(chunk)
     assert scope.cancelled_caught
     assert chunks == [b"hello"]
-    assert transport.idle_connections == 0
-    with trio.fail_after(1):
-        await server.peers[0].closed.wait()
+    await closed_and_not_pooled(transport, server)
 
 
 @pytest.mark.trio
@@ -812,9 +811,7 @@ async def test_cancelling_before_the_response_closes_the_connection(
     server = await serve(silent)
     with trio.move_on_after(1):
         await client.get(server.url())
-    assert transport.idle_connections == 0
-    with trio.fail_after(1):
-        await server.peers[0].closed.wait()
+    await closed_and_not_pooled(transport, server)
 
 
 # ---------------------------------------------------------------------------------------------------------
