@@ -7,9 +7,11 @@ in, payload out, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BodyFramingError", "ChunkedBody", "LengthBody"]
+__all__ = ["BodyFramingError", "ChunkedBody", "Framing", "LengthBody", "framing_of"]
 
 _MAX_LINE: Final = 4096
 """The longest chunk-size or trailer line accepted (with its extensions)."""
@@ -121,6 +123,40 @@ class LengthBody:
     def remaining(self) -> int:
         """Payload bytes still due."""
         return self._remaining
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a response's body is framed: its decoder, and whether the connection may serve another request
+    once the body has been read."""
+
+    body: ChunkedBody | LengthBody
+    keep_alive: bool
+
+
+def framing_of(
+    method: str, status: int, http_version: bytes, headers: Iterable[tuple[bytes, bytes]]
+) -> Framing | None:
+    """The framing of a response to ``method`` from its head (header names lower-case, as h11 gives them):
+    chunked, or ``Content-Length`` (chunked wins when both are given); None when it has no body (a HEAD,
+    204 or 304) or is read until the connection closes."""
+    if method == "HEAD" or status in (204, 304):
+        return None
+    chunked = False
+    length: int | None = None
+    keep_alive = http_version == b"1.1"
+    for name, value in headers:
+        if name == b"transfer-encoding":
+            chunked = True  # h11 accepts no transfer coding but "chunked"
+        elif name == b"content-length":
+            length = int(value)
+        elif name == b"connection" and b"close" in value.lower():
+            keep_alive = False
+    if chunked:
+        return Framing(ChunkedBody(), keep_alive)
+    if length is not None:
+        return Framing(LengthBody(length), keep_alive)
+    return None
 
 
 def _chunk_size(line: bytes) -> int:

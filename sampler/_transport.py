@@ -22,7 +22,7 @@ import h11
 import httpx
 import trio
 
-from ._http_body import BodyFramingError, ChunkedBody, LengthBody
+from ._http_body import BodyFramingError, ChunkedBody, LengthBody, framing_of
 
 __all__ = ["TransportClosedError", "TrioTransport", "proxy_configured"]
 
@@ -348,26 +348,11 @@ class _Framed:
 def _framing(request: httpx.Request, event: h11.Response, connection: _Connection) -> _Framed | None:
     """How to read the body of ``event`` past h11, or None where h11 reads it (no body, a body read to
     the connection's close, or a peer that already closed)."""
-    if request.method == "HEAD" or event.status_code in (204, 304):
-        return None
     unread, closed = connection.h11.trailing_data
-    if closed:
-        return None
-    chunked = False
-    length: int | None = None
-    keep_alive = event.http_version == b"1.1"
-    for name, value in event.headers:
-        if name == b"transfer-encoding":
-            chunked = True  # h11 accepts no transfer coding but "chunked"
-        elif name == b"content-length":
-            length = int(value)
-        elif name == b"connection" and b"close" in value.lower():
-            keep_alive = False
-    if chunked:
-        return _Framed(ChunkedBody(), unread, keep_alive)
-    if length is not None:
-        return _Framed(LengthBody(length), unread, keep_alive)
-    return None
+    framing = (
+        None if closed else framing_of(request.method, event.status_code, event.http_version, event.headers)
+    )
+    return None if framing is None else _Framed(framing.body, unread, framing.keep_alive)
 
 
 class _ResponseStream(httpx.AsyncByteStream):

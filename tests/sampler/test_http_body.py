@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sampler._http_body import BodyFramingError, ChunkedBody, LengthBody
+from sampler._http_body import BodyFramingError, ChunkedBody, LengthBody, framing_of
 
 
 def _chunked(payloads: list[bytes], trailers: bytes = b"") -> bytes:
@@ -91,3 +91,49 @@ def test_a_length_body_gives_exactly_its_length_and_keeps_the_rest(length: int, 
 def test_a_negative_content_length_is_refused() -> None:
     with pytest.raises(BodyFramingError):
         LengthBody(-1)
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "version", "headers", "expected"),
+    [
+        ("GET", 200, b"1.1", [(b"transfer-encoding", b"chunked")], (ChunkedBody, True)),
+        ("GET", 200, b"1.1", [(b"content-length", b"5")], (LengthBody, True)),
+        (
+            "GET",
+            200,
+            b"1.1",
+            [(b"content-length", b"5"), (b"transfer-encoding", b"chunked")],
+            (ChunkedBody, True),
+        ),
+        ("GET", 200, b"1.1", [(b"content-length", b"5"), (b"connection", b"Close")], (LengthBody, False)),
+        ("GET", 200, b"1.0", [(b"content-length", b"5")], (LengthBody, False)),
+        ("GET", 200, b"1.0", [], None),
+        ("HEAD", 200, b"1.1", [(b"content-length", b"5")], None),
+        ("GET", 204, b"1.1", [], None),
+        ("GET", 304, b"1.1", [(b"content-length", b"5")], None),
+    ],
+    ids=[
+        "chunked",
+        "length",
+        "chunked-wins",
+        "connection-close",
+        "http-1.0",
+        "until-close",
+        "head",
+        "204",
+        "304",
+    ],
+)
+def test_a_response_head_says_how_its_body_is_framed_and_whether_the_connection_lives_on(
+    method: str,
+    status: int,
+    version: bytes,
+    headers: list[tuple[bytes, bytes]],
+    expected: tuple[type, bool] | None,
+) -> None:
+    framing = framing_of(method, status, version, headers)
+    if expected is None:
+        assert framing is None
+    else:
+        assert framing is not None
+        assert (type(framing.body), framing.keep_alive) == expected
