@@ -16,8 +16,6 @@ Run: ``.venv/bin/python bench/scale_bench.py [--sessions 1000,10000] [--active 1
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import gc
 import resource
 import statistics
@@ -26,97 +24,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from _paced_server import paced_server
 from run_all import Figure, format_table
 
 from actors import Address
 from shell import AgentHost, Subscribe, TextDelta, UserPrompt, load_settings
 from shell.events import TERMINAL_EVENTS, TurnCompleted
-
-# -- the paced model server (runs in its own process) -----------------------------------------------------
-
-
-def _sse(payload: bytes) -> bytes:
-    event = b"data: " + payload + b"\n\n"
-    return f"{len(event):x}\r\n".encode() + event + b"\r\n"
-
-
-_HEAD = b'{"id":"paced","object":"chat.completion.chunk","created":0,"model":"paced","choices":[{"index":0,'
-_FINISH = _sse(_HEAD + b'"delta":{},"finish_reason":"stop"}]}')
-_DONE = _sse(b"[DONE]") + b"0\r\n\r\n"
-_RESPONSE_HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-    b"transfer-encoding: chunked\r\n\r\n"
-)
-
-
-async def _serve_one(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, chunks: int, interval: float
-) -> None:
-    try:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
-            writer.write(_RESPONSE_HEAD)
-            for _ in range(chunks):
-                stamp = f"t{time.monotonic_ns() // 1000};".encode()
-                writer.write(_sse(_HEAD + b'"delta":{"content":"' + stamp + b'"},"finish_reason":null}]}'))
-                await writer.drain()
-                await asyncio.sleep(interval)
-            writer.write(_FINISH + _DONE)
-            await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        return
-    finally:
-        writer.close()
-
-
-async def _serve(chunks: int, interval: float) -> None:
-    server = await asyncio.start_server(
-        lambda r, w: _serve_one(r, w, chunks, interval), "127.0.0.1", 0, backlog=4096
-    )
-    port = server.sockets[0].getsockname()[1]
-    print(port, flush=True)
-    loop = asyncio.get_running_loop()
-    # The server lives as long as its parent holds its stdin open.
-    await loop.run_in_executor(None, sys.stdin.read)
-    server.close()
-
-
-@contextlib.contextmanager
-def paced_server(chunks: int, interval: float) -> Iterator[str]:
-    """A paced OpenAI-style streaming server in a child process; yields its base URL."""
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--chunks", str(chunks), "--interval", str(interval)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        port = int(child.stdout.readline())
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        try:
-            child.wait(5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
 
 # -- one size, in a process of its own ------------------------------------------------------------------
 
@@ -544,13 +462,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=40, help="chunks per model answer")
     parser.add_argument("--interval", type=float, default=0.02, help="seconds between chunks")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.serve:
-        asyncio.run(_serve(args.chunks, args.interval))
-        return
     if args.one:
         result = measure_size(args.one, args.active, args.url, args.rounds, args.alone)
         sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
