@@ -91,12 +91,20 @@ class SessionRig(Rig):
 
 
 class McpRig:
-    """One MCP server (``handle``) under a supervisor, and ``sessions`` tool supervisors offering it."""
+    """One MCP server (``handle``) under a supervisor, and ``sessions`` tool supervisors offering it
+    (each through its own entry of ``registries``)."""
 
-    def __init__(self, system: ActorSystem, handle: McpServerHandle, rigs: list[SessionRig]) -> None:
+    def __init__(
+        self,
+        system: ActorSystem,
+        handle: McpServerHandle,
+        rigs: list[SessionRig],
+        registries: list[McpToolRegistry],
+    ) -> None:
         self.system = system
         self.handle = handle
         self.rigs = rigs
+        self.registries = registries
 
     @property
     def rig(self) -> SessionRig:
@@ -140,8 +148,10 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
             system.spawn(ChildSpec(f"host{index}", _collector(inbox)))
         system.spawn(mcp_supervisor_spec("mcp", [handle], workspace=workspace, chaos=chaos))
         rigs = []
+        registries = []
         for index in range(sessions):
             registry = McpToolRegistry(ToolRegistry(), [handle])
+            registries.append(registry)
             chosen = policy or PermissionPolicy(default="allow", use_default_rules=False)
             tools = system.spawn(
                 ChildSpec(
@@ -149,7 +159,7 @@ def make_mcp_rig(system: ActorSystem, tmp_path: Path) -> MakeMcpRig:
                 )
             )
             rigs.append(SessionRig(system, tools, inboxes[index], chosen, host=f"host{index}"))
-        made = McpRig(system, handle, rigs)
+        made = McpRig(system, handle, rigs, registries)
         if ready:
             made.wait_status(ServerStatus.READY)
         return made

@@ -85,6 +85,7 @@ def test_a_changed_tool_list_is_listed_again_and_offered(make_mcp_rig: MakeMcpRi
     mcp.rig.run(ToolInvocation("c1", "fx__grow", json.dumps({"name": "extra"})))
     assert mcp.rig.finished().outcomes[0].content == "added extra"
     assert wait_until(lambda: mcp.handle.state().tools == 7, 5.0), mcp.handle.state()
+    assert wait_until(lambda: "fx__extra" in mcp.registries[0], 5.0), mcp.registries[0].names()
     mcp.rig.run(call("c2", "fx__extra", text="hi"), call("c3", "fx__hang"), batch="b2")
     extra, hidden = mcp.rig.finished("b2").outcomes
     assert extra.content == "extra: hi"
