@@ -47,6 +47,7 @@ _INTERRUPTED = "interrupted"
 
 @dataclass
 class _Call:
+    request_id: str
     span: Span
     started: float
     model: str
@@ -86,9 +87,18 @@ class TurnRecorder:
         self._content = record_content
         self._lock = threading.Lock()
         self._turns: dict[tuple[str, int], _Turn] = {}
+        self._streaming: set[str] = set()
+        """The request ids of the open model calls whose first token was measured: their further deltas
+        tell nothing new, and are passed over without taking the lock."""
 
     def observe(self, session_id: str, number: int, message: object, actions: list[Any]) -> None:
         """Record what ``message`` told turn ``number`` of the session and what it decided."""
+        if (
+            message.__class__ is Delta
+            and message.request_id in self._streaming
+            and all(action.__class__ is tm.Publish for action in actions)
+        ):
+            return
         key = (session_id, number)
         with self._lock:
             turn = self._turns.get(key)
@@ -174,6 +184,7 @@ class TurnRecorder:
                 call = turn.calls.get(request_id)
                 if call is not None and call.first_token is None:
                     call.first_token = time.perf_counter()
+                    self._streaming.add(request_id)
                     self._metrics.first_token.record(call.first_token - call.started, {"model": call.model})
             case Queued(request_id=request_id, place=place, reason=reason, expected_wait=wait):
                 self._event(
@@ -243,6 +254,7 @@ class TurnRecorder:
             self._end_call(call, "cancelled", "cancelled")
 
     def _end_call(self, call: _Call, outcome: str, error: str | None, message: str = "") -> None:
+        self._streaming.discard(call.request_id)
         seconds = time.perf_counter() - call.started
         labels = {"gen_ai.operation.name": "chat", "gen_ai.request.model": call.model}
         if error is not None:
@@ -293,7 +305,7 @@ class TurnRecorder:
             f"chat {model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
         )
         turn.calls[request_id] = _Call(
-            span, time.perf_counter(), model, format_traceparent(span.get_span_context())
+            request_id, span, time.perf_counter(), model, format_traceparent(span.get_span_context())
         )
 
     def _emitted(self, turn: _Turn, event: object) -> None:

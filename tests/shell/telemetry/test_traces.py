@@ -244,3 +244,21 @@ def test_a_session_actor_restarted_mid_turn_continues_the_same_trace(tmp_path: P
     assert turn.status.status_code is StatusCode.UNSET
     assert recorded.named("execute_tool write_file")
     assert recorded.total("turnkeep.actor.restarts", actor_kind="session") >= 1
+
+
+def test_a_streamed_answer_measures_its_first_token_once_per_call_however_many_deltas_follow(
+    tmp_path: Path, recorded: Recorded
+) -> None:
+    with FakeProvider(Script.echo(chunks=30)) as provider:
+        harness = Harness(tmp_path, provider, telemetry=recorded.telemetry)
+        session = harness.open()
+        turns = [harness.turn(session, f"say something long, number {n}") for n in range(2)]
+        harness.close()
+    for events in turns:
+        assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+        assert len([event for event in events if isinstance(event, ev.TextDelta)]) > 1
+    first_tokens = recorded.points("turnkeep.model_call.time_to_first_token")
+    assert sum(point.count for _, point in first_tokens) == 2
+    chats = recorded.named("chat ")
+    assert len(chats) == 2 and all(span.end_time is not None for span in chats)
+    assert recorded.telemetry.recorder.open_turns() == 0
