@@ -1,34 +1,36 @@
 """Telemetry's cost: turn throughput with traces and metrics exported, with telemetry off, and with the
 telemetry hooks bypassed altogether.
 
-Each configuration runs the same work in a host of its own, against the embedded provider on loopback:
-``--sessions`` sessions, each in its own thread, run ``--turns`` echo turns one after the other. The figure
-is turns per CPU-second of the whole process (every thread: the host's actors, the trio loop, the
-exporters and the embedded provider, as ``time.process_time`` counts them), which other work on a shared
-machine does not move the way it moves wall-clock rates; the wall-clock rate is printed beside it.
-Configurations take turns within each round (the order rotates); a ratio is the median over the rounds
-of the ratio within each round, so drift on the machine falls on both sides of it.
+Each configuration runs the same work in a host of its own: ``--sessions`` sessions, each in its own
+thread, run ``--turns`` echo turns one after the other (each answer in ``--chunks`` streamed chunks when
+given). The embedded provider and the OTLP receiver run in a process of their own on loopback
+(bench/_services.py), so that what is measured is the host's: the figure is turns per CPU-second of the
+bench's process (every thread of the host: its actors, the trio loop, the exporters; and the threads
+asking for the turns), as ``time.process_time`` counts them, which other work on a shared machine does
+not move the way it moves wall-clock rates; the wall-clock rate is printed beside it. Configurations
+take turns within each round (the order rotates); a ratio is the median over the rounds of the ratio
+within each round, so drift on the machine falls on both sides of it.
 
-On a machine shared with other work one configuration's rate moves by tens of per cent from round to
-round, more than the effect measured; so the telemetry's own CPU is also measured apart, with little
-noise: what the SessionActor told the telemetry during one real echo turn (its turn machine's inputs
-and actions) is replayed through a telemetry of its own ``--replays`` times, its spans exported to the
-same receiver and its metrics collected, best of 5. Set against the CPU a turn costs with telemetry off
-in the same run, it gives the on/off ratio that cost alone implies. It is a lower bound: replayed in a
-tight loop the telemetry's code runs with warm caches, faster than interleaved with a host's turns (by
-instruction count, under callgrind, it is about 70 % of what telemetry adds to a host's turn).
+On a machine shared with other work one configuration's rate moves by several per cent from round to
+round, about the effect measured; so the telemetry's own CPU is also measured apart, with little noise:
+what the SessionActor told the telemetry during one real turn (its turn machine's inputs and actions) is
+replayed through a telemetry of its own ``--replays`` times, its spans exported to the same receiver and
+its metrics collected, best of 5. Set against the CPU a turn costs with telemetry off in the same run, it
+gives the on/off ratio that cost alone implies. It is a lower bound: replayed in a tight loop the
+telemetry's code runs with warm caches, faster than interleaved with a host's turns, and without the
+garbage collection its spans cause while they wait to be exported.
 
-- on: ``[telemetry] enabled``, spans exported over OTLP/HTTP in batches to a receiver in this process
-  (which decodes nothing: it only answers), metrics served on a Prometheus port and scraped once a round.
-  The round's clock stops once the spans its turns made are exported (a flush of the batch processor):
-  a round is shorter than the processor's export delay, so without the flush the encoding and sending
-  of every span fell after the measurement, when the host closed, and the figure left out their cost.
+- on: ``[telemetry] enabled``, spans exported over OTLP/HTTP in batches to the receiver, metrics served
+  on a Prometheus port and scraped once a round. The round's clock stops once the spans its turns made
+  are exported (a flush of the batch processor): a round is shorter than the processor's export delay,
+  so without the flush the encoding and sending of its spans would fall after the measurement.
 - off: the default configuration (telemetry disabled; the hooks are there, and see no observer).
 - hooks bypassed: telemetry disabled and the SessionActor's feed loop without the observer hook, as it
   was before telemetry existed. (Usage accounting is part of the turn itself and runs in all three, and so
   does the test for a trace context when the SessionActor sends a Sample or RunTools: an attribute read.)
 
-Run: ``.venv/bin/python bench/telemetry_bench.py [--sessions N] [--turns N] [--rounds N] [--json]``.
+Run: ``.venv/bin/python bench/telemetry_bench.py [--sessions N] [--turns N] [--rounds N] [--chunks N]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -41,15 +43,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
+from _services import outside_services
 from run_all import Figure, format_table
 
-from sampler.fake import FakeProvider, Script
 from shell import Host, TurnCompleted, load_settings
 from shell import events as ev
 from shell import session as session_module
@@ -70,36 +71,6 @@ class Throughput(msgspec.Struct, frozen=True):
     turns_per_round: int
     spans_posts: int
     scraped_bytes: int
-
-
-class _Sink(BaseHTTPRequestHandler):
-    """An OTLP/HTTP endpoint that accepts every export and keeps nothing."""
-
-    posts = 0
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        type(self).posts += 1
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def _otlp_sink() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
-    thread = threading.Thread(target=server.serve_forever, name="otlp-sink", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5.0)
 
 
 def _feed_without_hooks(self: Any, message: tm.TurnInput) -> None:
@@ -233,13 +204,12 @@ def measure(
     scraped = 0
     with (
         tempfile.TemporaryDirectory(prefix="turnkeep-telemetry-") as tmp,
-        FakeProvider(Script.echo(chunks=chunks)) as fake,
-        _otlp_sink() as sink,
+        outside_services(chunks) as services,
     ):
         base = {
-            "TURNKEEP_PROVIDER__BASE_URL": fake.base_url,
+            "TURNKEEP_PROVIDER__BASE_URL": services.provider_url,
             "TURNKEEP_PROVIDER__MODEL": "fake-model",
-            "TURNKEEP_TELEMETRY__OTLP_ENDPOINT": sink,
+            "TURNKEEP_TELEMETRY__OTLP_ENDPOINT": services.otlp_url,
         }
         for number in range(rounds):
             order = CONFIGS[number % 3 :] + CONFIGS[: number % 3]
@@ -254,7 +224,7 @@ def measure(
         replayed=replayed,
         wall=wall,
         turns_per_round=sessions * turns,
-        spans_posts=_Sink.posts,
+        spans_posts=services.posts[0] if services.posts else 0,
         scraped_bytes=scraped,
     )
 
@@ -316,8 +286,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Measure and print the table (or, with ``--json``, the figures as JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sessions", type=int, default=4, help="sessions running turns at once")
-    parser.add_argument("--turns", type=int, default=60, help="turns per session per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (each runs every configuration)")
+    parser.add_argument("--turns", type=int, default=100, help="turns per session per round")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds (each runs every configuration)")
     parser.add_argument("--replays", type=int, default=1_000, help="times one turn's telemetry is replayed")
     parser.add_argument(
         "--chunks",

@@ -1,0 +1,91 @@
+"""What a benchmarked host talks to, in a process of its own so that none of its CPU counts as the host's:
+the embedded model provider (echo answers, in ``--chunks`` streamed chunks when given) and an OTLP/HTTP
+receiver that accepts every export, keeps nothing and counts the posts.
+
+Run by :func:`outside_services`; ``python bench/_services.py [--chunks N]`` prints the provider's base URL
+and the receiver's, one a line, serves until its standard input closes, then prints how many posts the
+receiver took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["OutsideServices", "outside_services"]
+
+
+class _Sink(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that accepts every export and keeps nothing."""
+
+    posts = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        type(self).posts += 1
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class OutsideServices:
+    """The child's two addresses; ``posts`` is set to the receiver's count once the child has ended."""
+
+    provider_url: str
+    otlp_url: str
+    posts: list[int] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def outside_services(chunks: int | None = None) -> Iterator[OutsideServices]:
+    """The provider and the OTLP receiver in a child process, for as long as the block runs."""
+    command = [sys.executable, __file__] + ([] if chunks is None else ["--chunks", str(chunks)])
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    services = OutsideServices(child.stdout.readline().strip(), child.stdout.readline().strip())
+    try:
+        if not services.provider_url or not services.otlp_url:
+            raise RuntimeError("the benchmark's services did not start")
+        yield services
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(10)
+            services.posts.append(int(child.stdout.readline() or 0))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--chunks", type=int, default=None, help="stream each answer in this many chunks")
+    args = parser.parse_args()
+    from sampler.fake import FakeProvider, Script
+
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    receiving = threading.Thread(target=sink.serve_forever, name="otlp-sink", daemon=True)
+    receiving.start()
+    with FakeProvider(Script.echo(chunks=args.chunks)) as provider:
+        print(provider.base_url, flush=True)
+        print(f"http://127.0.0.1:{sink.server_address[1]}", flush=True)
+        sys.stdin.read()  # served for as long as the parent holds this open
+    sink.shutdown()
+    sink.server_close()
+    print(_Sink.posts, flush=True)
+
+
+if __name__ == "__main__":
+    main()
