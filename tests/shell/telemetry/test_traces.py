@@ -4,12 +4,13 @@ the compaction with its summary calls, retries as events, and one trace whatever
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from actors import ChaosPolicy
-from sampler import Completed, Sample
+from sampler import Completed, Delta, Sample
 from sampler.fake import Conversation, FakeProvider, FaultPlan, FinalAnswer, Script, Step, ToolStep
 from sampler.fake.faults import Fault
 from sampler.fake.script import is_summary_request
@@ -246,17 +247,29 @@ def test_a_session_actor_restarted_mid_turn_continues_the_same_trace(tmp_path: P
     assert recorded.total("turnkeep.actor.restarts", actor_kind="session") >= 1
 
 
-def test_a_streamed_answer_measures_its_first_token_once_per_call_however_many_deltas_follow(
+def test_a_model_call_measures_its_first_token_once_however_many_deltas_follow(
     tmp_path: Path, recorded: Recorded
 ) -> None:
-    with FakeProvider(Script.echo(chunks=30)) as provider:
-        harness = Harness(tmp_path, provider, telemetry=recorded.telemetry)
-        session = harness.open()
-        turns = [harness.turn(session, f"say something long, number {n}") for n in range(2)]
+    told: list[tuple[object, list[Any]]] = []
+    capture = record()
+    observe = capture.telemetry.observe
+
+    def spy(session_id: str, number: int, message: object, actions: list[Any]) -> None:
+        told.append((message, list(actions)))
+        observe(session_id, number, message, actions)
+
+    capture.telemetry.observe = spy  # type: ignore[method-assign]
+    with FakeProvider(Script.echo()) as provider:
+        harness = Harness(tmp_path, provider, telemetry=capture.telemetry)
+        events = harness.turn(harness.open(), "say something")
         harness.close()
-    for events in turns:
-        assert isinstance(events[-1], ev.TurnCompleted), events[-1]
-        assert len([event for event in events if isinstance(event, ev.TextDelta)]) > 1
+    capture.telemetry.shutdown()
+    assert isinstance(events[-1], ev.TurnCompleted), events[-1]
+    first_delta = next(index for index, (message, _) in enumerate(told) if isinstance(message, Delta))
+    streamed = told[: first_delta + 1] + [told[first_delta]] * 20 + told[first_delta + 1 :]
+    for number in (1, 2):  # the same request ids again: what a finished call left must not hide them
+        for message, actions in streamed:
+            recorded.telemetry.observe("s1", number, message, actions)
     first_tokens = recorded.points("turnkeep.model_call.time_to_first_token")
     assert sum(point.count for _, point in first_tokens) == 2
     chats = recorded.named("chat ")
