@@ -20,6 +20,7 @@ from shell import Host, TurnCompleted, load_settings
 from shell import events as ev
 from shell.store import SessionStore
 from shell.telemetry._context import parse_traceparent
+from tests._waiting import wait_until
 from tests.shell.cli.test_cli import KEY_VAR, REPO, TIMEOUT, command, environment
 from tests.shell.telemetry.conftest import Recorded
 
@@ -88,8 +89,9 @@ def otlp_collector() -> Iterator[tuple[str, _Collector]]:
 def run_until_the_tool_ran_then_kill(
     provider: FakeProvider, store: Path, workspace: Path, endpoint: str, collector: _Collector
 ) -> tuple[dict[str, Any], tuple[int, int, str]]:
-    """Run ``turnkeep run`` with telemetry on; kill it once its tool call has finished and its span was
-    exported (the next model call hangs). Return its TurnStarted event and the tool call's span."""
+    """Run ``turnkeep run`` with telemetry on; kill it once its tool call has finished, its span was
+    exported and its next model call (the one that hangs) has reached the provider. Return its
+    TurnStarted event and the tool call's span."""
     env = environment(
         TURNKEEP_TELEMETRY__ENABLED="true",
         TURNKEEP_TELEMETRY__OTLP_ENDPOINT=endpoint,
@@ -107,6 +109,7 @@ def run_until_the_tool_ran_then_kill(
                 break
         assert events and events[-1]["type"] == "tool_call_finished", events
         tool = collector.wait_for("execute_tool write_file")
+        assert wait_until(lambda: provider.stats.requests >= 2, TIMEOUT), provider.stats
         return next(event for event in events if event["type"] == "turn_started"), tool
     finally:
         process.kill()
