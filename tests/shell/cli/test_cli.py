@@ -70,30 +70,6 @@ def serving(script: Script | None = None, *faults: Fault | None) -> Iterator[Fak
         yield provider
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "sessions.db"
-
-
-@pytest.fixture
-def options(tmp_path: Path, store: Path) -> Callable[[FakeProvider], list[str]]:
-    """The options that point a command at the provider, a store and a workspace in tmp_path."""
-
-    def make(provider: FakeProvider) -> list[str]:
-        return [
-            "--base-url",
-            provider.base_url,
-            "--api-key-env",
-            KEY_VAR,
-            "--store",
-            str(store),
-            "--workspace",
-            str(tmp_path / "ws"),
-        ]
-
-    return make
-
-
 class Output:
     """What a running process writes on one of its pipes, collected as it comes."""
 

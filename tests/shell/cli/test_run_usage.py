@@ -3,40 +3,11 @@ them, and its cost when the config prices the model — the line ``sessions show
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from sampler.fake import FakeProvider, Fault
-from tests.shell.cli.test_cli import KEY_VAR, WRITE_NOTE, serving, turnkeep
-
-Options = Callable[[FakeProvider], list[str]]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "sessions.db"
-
-
-@pytest.fixture
-def options(tmp_path: Path, store: Path) -> Options:
-    """The options that point ``run`` at the provider, a store and a workspace in tmp_path."""
-
-    def make(provider: FakeProvider) -> list[str]:
-        workspace = str(tmp_path / "ws")
-        return [
-            "--base-url",
-            provider.base_url,
-            "--api-key-env",
-            KEY_VAR,
-            "--store",
-            str(store),
-            "--workspace",
-            workspace,
-        ]
-
-    return make
+from sampler.fake import Fault
+from tests.shell.cli.conftest import Options
+from tests.shell.cli.test_cli import WRITE_NOTE, serving, turnkeep
 
 
 def usage_lines(stderr: str) -> list[str]:
