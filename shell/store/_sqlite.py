@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +36,40 @@ class _Connection:
         return self._connection.execute(sql, params).rowcount
 
 
-class SqliteBackend:
+class _SqliteDialect:
+    """What the backend and the group writer's connection say alike about the store's file at ``_path``."""
+
+    _path: Path
+
+    def translate(self) -> AbstractContextManager[None]:
+        """Turns a :mod:`sqlite3` error raised in the block into the :class:`StoreError` it means."""
+        return self._translate()
+
+    def renew_savepoint(self, db: Db, name: str) -> None:
+        """Release the savepoint ``name`` and set it again."""
+        # sqlite3 runs one statement per call; in-process, two calls cost next to nothing.
+        db.run(f"RELEASE SAVEPOINT {name}")
+        db.run(f"SAVEPOINT {name}")
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """Never: one transaction at a time holds the file's write lock, so transactions cannot deadlock."""
+        return False
+
+    @contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if _is_busy(error):
+                raise StoreBusy(f"{self._path} stayed locked by another process: {error}") from error
+            raise StoreError(f"{self._path}: {error}") from error
+        except sqlite3.DatabaseError as error:
+            raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
+        except sqlite3.Error as error:
+            raise StoreError(f"{self._path}: {error}") from error
+
+
+class SqliteBackend(_SqliteDialect):
     """A session store file, opened, checked and migrated; safe to share by threads."""
 
     kind: Literal["sqlite"] = "sqlite"
@@ -92,22 +125,10 @@ class SqliteBackend:
         with self._lock, self._translate(), _transaction(self._live()) as db:
             yield db
 
-    def translate(self) -> AbstractContextManager[None]:
-        """Turns a :mod:`sqlite3` error raised in the block into the :class:`StoreError` it means."""
-        return self._translate()
-
-    def renew_savepoint(self, db: Db, name: str) -> None:
-        """Release the savepoint ``name`` and set it again."""
-        _renew_savepoint(db, name)
-
-    def is_conflict(self, error: BaseException) -> bool:
-        """Never: one transaction at a time holds the file's write lock, so transactions cannot deadlock."""
-        return False
-
     def writer(self) -> SqliteWriter:
         """A connection of its own for the store's group writer to write with."""
         with self._translate():
-            return SqliteWriter(self._path, self._synchronous, self._busy_timeout, self._translate)
+            return SqliteWriter(self._path, self._synchronous, self._busy_timeout)
 
     def _live(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -161,32 +182,13 @@ class SqliteBackend:
                     f"{self._path} cannot be migrated to schema version {target}: {error}", path=self._path
                 ) from error
 
-    @contextmanager
-    def _translate(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.OperationalError as error:
-            if _is_busy(error):
-                raise StoreBusy(f"{self._path} stayed locked by another process: {error}") from error
-            raise StoreError(f"{self._path}: {error}") from error
-        except sqlite3.DatabaseError as error:
-            raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
-        except sqlite3.Error as error:
-            raise StoreError(f"{self._path}: {error}") from error
 
-
-class SqliteWriter:
+class SqliteWriter(_SqliteDialect):
     """A connection to the store's file for the group writer: used by one transaction at a time, from
     whichever thread makes it."""
 
-    def __init__(
-        self,
-        path: Path,
-        synchronous: str,
-        busy_timeout: float,
-        translate: Callable[[], AbstractContextManager[None]],
-    ) -> None:
-        self._translate = translate
+    def __init__(self, path: Path, synchronous: str, busy_timeout: float) -> None:
+        self._path = path
         self._connection: sqlite3.Connection | None = sqlite3.connect(
             path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
@@ -204,29 +206,11 @@ class SqliteWriter:
         with self._translate(), _transaction(self._connection) as db:
             yield db
 
-    def translate(self) -> AbstractContextManager[None]:
-        """As :meth:`SqliteBackend.translate`."""
-        return self._translate()
-
-    def renew_savepoint(self, db: Db, name: str) -> None:
-        """As :meth:`SqliteBackend.renew_savepoint`."""
-        _renew_savepoint(db, name)
-
-    def is_conflict(self, error: BaseException) -> bool:
-        """As :meth:`SqliteBackend.is_conflict`: never."""
-        return False
-
     def close(self) -> None:
         """Close the connection; calling it again does nothing."""
         if self._connection is not None:
             self._connection.close()
             self._connection = None
-
-
-def _renew_savepoint(db: Db, name: str) -> None:
-    # sqlite3 runs one statement per call; in-process, two calls cost next to nothing.
-    db.run(f"RELEASE SAVEPOINT {name}")
-    db.run(f"SAVEPOINT {name}")
 
 
 @contextmanager
