@@ -131,12 +131,7 @@ class TurnRecorder:
         at once with an error status. Without a usable ``traceparent`` the span starts a trace of its own."""
         stored = parse_traceparent(traceparent) if traceparent else None
         parent = trace.set_span_in_context(NonRecordingSpan(stored)) if stored is not None else Context()
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "turnkeep",
-            "gen_ai.conversation.id": session_id,
-            "gen_ai.provider.name": self._provider,
-            "turnkeep.turn": number,
+        attributes = self._turn_attributes(session_id, number) | {
             "turnkeep.resumed": True,
             "turnkeep.outcome": "cancelled",
             "turnkeep.cancel_reason": _INTERRUPTED,
@@ -164,14 +159,18 @@ class TurnRecorder:
 
     # -- what the turn was told ------------------------------------------------------------------------
 
-    def _begin(self, session_id: str, number: int, message: tm.Begin) -> _Turn:
-        attributes: dict[str, Any] = {
+    def _turn_attributes(self, session_id: str, number: int) -> dict[str, Any]:
+        """What every ``invoke_agent`` span says of its turn from the start."""
+        return {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "turnkeep",
             "gen_ai.conversation.id": session_id,
             "gen_ai.provider.name": self._provider,
             "turnkeep.turn": number,
         }
+
+    def _begin(self, session_id: str, number: int, message: tm.Begin) -> _Turn:
+        attributes = self._turn_attributes(session_id, number)
         if self._content:
             attributes["turnkeep.prompt"] = _content(message.prompt.text)
         span = self._tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
