@@ -7,7 +7,6 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from shell.credentials import StaticKey
 from shell.facade import Host
 from shell.session_tree import SessionChaos
 from shell.telemetry import TelemetryError, start_telemetry
+from tests._loopback import QuietHandler, serving_http
 from tests._waiting import wait_until
 from tests.shell.telemetry._prometheus import REQUIRE_ENV, PrometheusUnavailable, free_port, prometheus_server
 
@@ -95,7 +95,7 @@ def test_a_real_prometheus_scrapes_the_turn_and_restart_counters_of_a_running_ho
                 assert wait_until(lambda: value_of(base, active) == 1.0, 20.0), query(base, active)
 
 
-class _Receiver(BaseHTTPRequestHandler):
+class _Receiver(QuietHandler):
     """An OTLP/HTTP trace receiver: decodes each export request and keeps it."""
 
     received: list[ExportTraceServiceRequest]
@@ -114,22 +114,12 @@ class _Receiver(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(reply)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @contextmanager
 def otlp_receiver() -> Iterator[tuple[str, type[_Receiver]]]:
     handler = type("Receiver", (_Receiver,), {"received": [], "arrived": threading.Event()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="otlp-receiver", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5.0)
+    with serving_http(handler) as endpoint:
+        yield endpoint, handler
 
 
 def span_names(handler: type[_Receiver]) -> list[str]:

@@ -8,7 +8,6 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from shell import Host, TurnCompleted, load_settings
 from shell import events as ev
 from shell.store import SessionStore
 from shell.telemetry._context import parse_traceparent
+from tests._loopback import QuietHandler, serving_http
 from tests._waiting import wait_until
 from tests.shell.cli.test_cli import KEY_VAR, REPO, TIMEOUT, command, environment
 from tests.shell.telemetry.conftest import Recorded
@@ -65,25 +65,15 @@ class _Collector:
 def otlp_collector() -> Iterator[tuple[str, _Collector]]:
     collector = _Collector()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             collector.add(self.rfile.read(int(self.headers.get("content-length", "0"))))
             self.send_response(200)
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", collector
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5.0)
+    with serving_http(Handler) as endpoint:
+        yield endpoint, collector
 
 
 def run_until_the_tool_ran_then_kill(

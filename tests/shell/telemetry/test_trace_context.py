@@ -5,10 +5,8 @@ stored TurnStarted event carry the turn's span, and the spans telemetry opens fo
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +22,7 @@ from sampler.fake import FakeProvider
 from shell import events as ev
 from shell.store import SessionStore
 from shell.telemetry._context import format_traceparent, parse_traceparent
+from tests._loopback import QuietHandler, serving_http
 from tests.shell._harness import Harness
 from tests.shell.telemetry.conftest import Recorded
 from tests.shell.telemetry.test_traces import SCRIPT
@@ -175,7 +174,7 @@ _ANSWER = [
 ]  # fmt: skip
 
 
-class _Provider(BaseHTTPRequestHandler):
+class _Provider(QuietHandler):
     """A chat completions endpoint that answers every call with "hello" and keeps the request headers."""
 
     protocol_version = "HTTP/1.1"
@@ -191,23 +190,13 @@ class _Provider(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @contextmanager
 def recording_provider() -> Iterator[tuple[str, list[dict[str, str]]]]:
     seen: list[dict[str, str]] = []
     handler = type("Provider", (_Provider,), {"seen": seen})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5.0)
+    with serving_http(handler) as base:
+        yield base + "/v1", seen
 
 
 def test_the_provider_is_sent_the_model_calls_span_as_traceparent(tmp_path: Path, recorded: Recorded) -> None:
