@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,11 +41,11 @@ class _Sink(BaseHTTPRequestHandler):
 
 @dataclass
 class OutsideServices:
-    """The child's two addresses; ``posts`` is set to the receiver's count once the child has ended."""
+    """The child's two addresses; ``posts`` is the receiver's count, set once the child has ended."""
 
     provider_url: str
     otlp_url: str
-    posts: list[int] = field(default_factory=list)
+    posts: int = 0
 
 
 @contextlib.contextmanager
@@ -63,7 +63,7 @@ def outside_services(chunks: int | None = None) -> Iterator[OutsideServices]:
         child.stdin.close()
         try:
             child.wait(10)
-            services.posts.append(int(child.stdout.readline() or 0))
+            services.posts = int(child.stdout.readline() or 0)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()

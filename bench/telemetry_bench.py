@@ -224,7 +224,7 @@ def measure(
         replayed=replayed,
         wall=wall,
         turns_per_round=sessions * turns,
-        spans_posts=services.posts[0] if services.posts else 0,
+        spans_posts=services.posts,
         scraped_bytes=scraped,
     )
 
