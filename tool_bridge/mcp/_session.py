@@ -309,6 +309,8 @@ def _start_failure(
         what = f"failed to start: {type(exc).__name__}: {exc}"
     if process is not None and process.ended.is_set() and process.reason not in what:
         what += f"; it {process.reason}"
+    if process is not None:
+        process.keep_unread_stderr()
     tail = process.stderr_tail().strip() if process is not None else ""
     return f"the MCP server {name} {what}" + (f"\n[stderr]\n{tail}" if tail else "")
 

@@ -66,6 +66,21 @@ class ServerProcess:
             self.reason = reason
             self.ended.set()
 
+    def keep_unread_stderr(self) -> None:
+        """Keep what the server wrote to stderr that has not been read yet, without waiting.
+
+        An error composed right after a deadline then carries what the server said before it, however
+        late the reading task would have come to it on a busy machine.
+        """
+        stderr = self.process.stderr
+        if stderr is None:
+            return
+        try:
+            while data := os.read(stderr.fileno(), _READ_SIZE):
+                self.keep_stderr(data.decode(errors="replace"))
+        except (BlockingIOError, OSError, ValueError):  # nothing more now, or the pipe is closed
+            pass
+
     def keep_stderr(self, text: str) -> None:
         self._tail.append(text)
         self._tail_size += len(text)

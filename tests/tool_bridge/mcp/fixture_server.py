@@ -15,10 +15,28 @@ import subprocess
 import sys
 import time
 
-import anyio
-from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+
+def _misbehave_at_once(argv: list[str]) -> None:
+    """``--garbage`` and ``--silent`` need no SDK: they say so on stderr before it is imported, which can
+    take longer than a start-up timeout on a busy machine."""
+    if "--garbage" in argv:
+        print("fixture: about to misbehave", file=sys.stderr, flush=True)
+        print("this is not JSON-RPC", flush=True)
+        time.sleep(600)
+    if "--silent" in argv:
+        print("fixture: reading but never answering", file=sys.stderr, flush=True)
+        for _ in sys.stdin:
+            pass
+        time.sleep(600)
+
+
+if __name__ == "__main__":
+    _misbehave_at_once(sys.argv[1:])
+
+import anyio  # noqa: E402
+from mcp.server import MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 
 server = MCPServer("fixture")
 
@@ -93,8 +111,6 @@ async def grow(name: str, ctx: Context) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=0)
-    parser.add_argument("--garbage", action="store_true")
-    parser.add_argument("--silent", action="store_true")
     parser.add_argument("--pidfile", default="")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before serving")
     options = parser.parse_args()
@@ -102,15 +118,6 @@ def main() -> None:
     if options.pidfile:
         with open(options.pidfile, "w") as out:
             out.write(f"{os.getpid()}\n")
-    if options.garbage:
-        print("fixture: about to misbehave", file=sys.stderr, flush=True)
-        print("this is not JSON-RPC", flush=True)
-        time.sleep(600)
-    if options.silent:
-        print("fixture: reading but never answering", file=sys.stderr, flush=True)
-        for _ in sys.stdin:
-            pass
-        time.sleep(600)
     if options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
     else:

@@ -4,13 +4,14 @@ its exit code."""
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import trio
 
-from tool_bridge.mcp._stdio import open_stdio
+from tool_bridge.mcp._stdio import ServerProcess, open_stdio
 
 NOISY = "import sys\nfor n in range(5000): print(f'line {n} ' + 'x' * 50, file=sys.stderr)\nsys.exit(4)"
 
@@ -35,3 +36,25 @@ def test_stderr_is_logged_and_kept_within_bounds_and_the_exit_code_is_the_reason
     logged = [record.getMessage() for record in caplog.records if record.name == "tests.mcp.noisy"]
     assert len(logged) == 201 and logged[0].startswith("noisy: line 0 ")
     assert "more stderr not logged" in logged[-1]
+
+
+def test_what_a_server_wrote_to_stderr_and_nobody_read_yet_is_kept_on_demand(tmp_path: Path) -> None:
+    """An error composed at a deadline carries the server's last words even if no reader got to them."""
+
+    async def main() -> tuple[str, str]:
+        with trio.fail_after(20):
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", "import sys; sys.stderr.write('said before the deadline\\n')"],
+                stderr=subprocess.PIPE,
+            )
+            server = ServerProcess("quiet", process, tail_chars=1000)
+            await process.wait()
+            before = server.stderr_tail()
+            server.keep_unread_stderr()
+            after = server.stderr_tail()
+            assert process.stderr is not None
+            await process.stderr.aclose()
+            return before, after
+
+    before, after = trio.run(main)
+    assert (before, after) == ("", "said before the deadline\n")
