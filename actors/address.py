@@ -116,7 +116,8 @@ class Address:
                     self._state = _State.BUFFERING
                     self._hold_locked([message])
                     return
-            elif state is _State.BUFFERING:
+            elif state is _State.BUFFERING or (state is _State.STOPPING and self._activator is not None):
+                # Stopping with an activator: it waits for the stop to end, then for the next actor.
                 self._hold_locked([message])
                 return
             elif state in (_State.STOPPED, _State.UNBOUND) and activate and self._activator is not None:
@@ -131,7 +132,8 @@ class Address:
     def set_activator(self, activator: Callable[[Address], None] | None) -> None:
         """Start an actor on demand: a message to this address while it is stopped, or before any actor was
         started here, waits (bounded, as during a restart) and ``activator(address)`` is called, once, to
-        start an actor here. The activator must not block; it runs on the sender's thread."""
+        start an actor here. The activator must not block; it runs on the sender's thread. A message that
+        comes while the actor is stopping waits too, and the activator is called once the stop ends."""
         with self._lock:
             self._activator = activator
 
@@ -193,7 +195,9 @@ class Address:
                 self._ref = None
                 if self._state is _State.RUNNING:
                     self._state = _State.BUFFERING
-                if self._state is _State.BUFFERING:
+                if self._state is _State.BUFFERING or (
+                    self._state is _State.STOPPING and self._activator is not None
+                ):
                     self._hold_locked(leftovers, first=True)
                 else:
                     dead = leftovers
@@ -202,12 +206,21 @@ class Address:
         self._dead(dead, reason)
 
     def _close(self, reason: str) -> None:
-        """No incarnation will follow: everything waiting becomes a dead letter, as will later messages."""
+        """No incarnation will follow: everything waiting becomes a dead letter, as will later messages.
+        With an activator, what waits is kept for the actor the activator is then told to start."""
         with self._lock:
-            self._state = _State.STOPPED
             self._ref = None
-            pending = self._release_locked()
-            unanswered, self._unanswered = self._unanswered, []
+            activator = self._activator if self._pending else None
+            if activator is not None:
+                self._state = _State.BUFFERING
+                pending: deque[tuple[float, Any]] = deque()
+                unanswered: list[Address] = []
+            else:
+                self._state = _State.STOPPED
+                pending = self._release_locked()
+                unanswered, self._unanswered = self._unanswered, []
+        if activator is not None:
+            activator(self)
         self._dead([message for _, message in pending], reason)
         for watcher in unanswered:
             self._tell_down(watcher, Down(address=self.name, reason=ExitReason.NOPROC))

@@ -7,6 +7,16 @@ import msgspec
 from sampler import Message, ModelRequest, ToolSpec
 
 
+class Passivate(msgspec.Struct, frozen=True, tag=True):
+    """Asked of a session before its subtree is stopped for being idle: True when it has been settled for
+    more than ``idle_for`` seconds, after which it starts no turn until its next incarnation (prompts it
+    takes meanwhile wait for that one); False when it is busy, was active since, or reads the question
+    after ``deadline`` (``time.monotonic()``), when the asker no longer waits for the answer."""
+
+    idle_for: float
+    deadline: float
+
+
 class BeginTurn(msgspec.Struct, frozen=True, tag=True):
     """Record that ``turn`` is in flight (so a crash of the process leaves it marked interrupted)."""
 

@@ -89,6 +89,9 @@ class SessionRuntime:
     traceparent: Callable[[str, int, str | None], str | None] | None = None
     """Gives the W3C trace context (session, turn, a model call's request id or None for the turn) that the
     turn's messages carry to the actors doing its work (the host's telemetry)."""
+    passivating: bool = False
+    """Set by the session when it agreed to be passivated: it starts no turn until its next incarnation,
+    and the host starts that incarnation at once if prompts came in meanwhile."""
     bridge: RecoveryBridge = field(init=False)
 
     def __post_init__(self) -> None:

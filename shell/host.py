@@ -7,6 +7,7 @@ is in :mod:`shell._from_settings`, the MCP servers' life in :mod:`tool_bridge.mc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors import ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
+from actors import ActorError, ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
 from sampler import Message, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
@@ -44,7 +45,7 @@ from ._from_settings import (
 from ._gate import TurnGate
 from ._gate_settings import PRIORITIES, Priority
 from ._open_session import Built, OpenSession
-from ._protocol import GetHistory, ToolServerChanged
+from ._protocol import GetHistory, Passivate, ToolServerChanged
 from ._tool_settings import tool_isolation, watch_host_secrets
 from .chat_state import write_to_store
 from .config import Settings
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from .telemetry import Telemetry
 
 __all__ = ["AgentHost", "HostError", "credentials_from_settings"]
+
+_PASSIVATE_ASK = 5.0  # seconds a session has to say whether it may be passivated
 
 logger = logging.getLogger("turnkeep.shell")
 
@@ -283,13 +286,11 @@ class AgentHost:
         self._address(session_id).ask(Unsubscribe(subscriber))
 
     def passivate(self, session_id: str) -> bool:
-        """Stop an idle session's subtree now; False when it is busy or not running."""
+        """Stop an idle session's subtree now; False when it is busy or not running. A prompt that reaches
+        the session while it stops is answered by its next incarnation, started at once."""
         with self._lock:
             session = self._sessions.get(session_id)
-        if session is None or not session.active or not session.runtime.settled:
-            return False
-        self._stop_subtree(session)
-        return True
+        return session is not None and self._passivate(session, idle_for=-1.0)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Cancel every running turn as ``aborted``, stop every session, close the store. Idempotent."""
@@ -429,6 +430,7 @@ class AgentHost:
             if session.active:
                 return
             session.runtime.closing = False
+            session.runtime.passivating = False
             spec = session_spec(self._path(session.record_id).child_name, session.parts, session.runtime)
             # Active from now on: what is told to it while it starts (an MCP server's news) waits at its
             # address for it, instead of being left out.
@@ -496,6 +498,26 @@ class AgentHost:
                 runtime = session.runtime
                 if runtime.settled and now - runtime.last_active > limit:
                     try:
-                        self._stop_subtree(session)
+                        self._passivate(session, idle_for=limit)
                     except Exception:
                         logger.exception("could not passivate session %s", session.record_id)
+
+    def _passivate(self, session: OpenSession, *, idle_for: float) -> bool:
+        """Stop the subtree of a session that agrees it has been idle for ``idle_for`` seconds. The session
+        decides in its own mailbox, so a prompt that reaches it first keeps it running, and one that comes
+        after it agreed waits for the next incarnation, which is started at once."""
+        if not session.active or not session.built:
+            return False
+        runtime = session.runtime
+        if not runtime.passivating:
+            if not runtime.settled:
+                return False
+            question = Passivate(idle_for, deadline=time.monotonic() + _PASSIVATE_ASK)
+            with contextlib.suppress(ActorError):  # what it answered in time, if anything, is in its runtime
+                self._address(session.record_id).ask(question, timeout=_PASSIVATE_ASK)
+            if not runtime.passivating:
+                return False
+        self._stop_subtree(session)
+        if runtime.prompts and not self._closed.is_set():
+            self._reactivate(session.record_id)
+        return True

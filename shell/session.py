@@ -19,7 +19,7 @@ from . import events as ev
 from . import turn as tm
 from ._gate import GateOpen
 from ._history import History, HistoryError
-from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, ToolServerChanged
+from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, Passivate, ToolServerChanged
 from ._session_state import SessionOptions, SessionRuntime
 from ._subscribers import publish
 from .credentials import refresh_failure
@@ -155,9 +155,18 @@ class SessionActor(Actor):
         assert rt.next_turn is not None
         number = rt.next_turn + len(rt.prompts)  # next_turn already counts a turn in flight
         rt.prompts.append(message)
-        if rt.turn is None:
+        if rt.turn is None and not rt.passivating:
             self._start_next()
         return number
+
+    @handles(Passivate)
+    def _on_passivate(self, message: Passivate) -> bool:
+        rt = self._rt
+        now = time.monotonic()
+        if now >= message.deadline or not rt.settled or now - rt.last_active <= message.idle_for:
+            return False
+        rt.passivating = True
+        return True
 
     @handles(GateOpen)
     def _on_gate_open(self, _: GateOpen) -> None:

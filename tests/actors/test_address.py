@@ -8,6 +8,7 @@ import time
 import pytest
 
 from actors import ActorSystem, ActorUnavailable, AskTimeout, ChildSpec, RestartIntensity
+from tests._waiting import wait_until
 from tests.actors._kit import Block, Counter, CrashOnce, Get, Inc, Journal, crash_once
 
 
@@ -131,6 +132,25 @@ def test_a_stopped_address_with_an_activator_starts_an_actor_on_demand(system: A
     counter.tell(Inc(2))
     assert counter.ask(Inc(3)) == 5
     assert activations == ["Address('lazy')"]
+    assert system.dead_letters.total == 0
+
+
+def test_a_message_told_while_an_activatable_actor_stops_waits_for_the_actor_started_after(
+    system: ActorSystem,
+) -> None:
+    counter = system.spawn(ChildSpec("lazy", Counter))
+    counter.set_activator(
+        lambda _: threading.Thread(target=system.spawn, args=(ChildSpec("lazy", Counter),)).start()
+    )
+    release = threading.Event()
+    counter.tell(Block(release))
+    stopping = threading.Thread(target=system.stop, args=("lazy",))
+    stopping.start()
+    assert wait_until(lambda: counter.status == "stopping")
+    counter.tell(Inc(2))  # the stopping incarnation will not see it
+    release.set()
+    stopping.join(10)
+    assert counter.ask(Get(), timeout=10) == 2
     assert system.dead_letters.total == 0
 
 

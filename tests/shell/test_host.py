@@ -15,12 +15,13 @@ from actors import ChaosPolicy
 from sampler import AssistantMessage, ToolMessage, UserMessage
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, ToolStep
 from shell import events as ev
-from shell._protocol import Calibrate
+from shell._protocol import Calibrate, Passivate
 from shell.credentials import StaticKey
 from shell.facade import Host
 from shell.host import AgentHost, HostError
 from shell.messages import Subscribe, UserPrompt
 from shell.session_tree import SessionChaos
+from tests._waiting import wait_until
 from tests.actors.conftest import system_threads
 from tests.shell._settings import settings_for
 from tool_bridge import READ_FILE, ToolRegistry, builtin_registry
@@ -84,6 +85,28 @@ def test_an_idle_session_is_passivated_and_comes_back_on_the_next_message(tmp_pa
             )
             reply = session.run("second words")
             history = session.history()
+    assert isinstance(reply, ev.TurnCompleted) and reply.turn == 2
+    assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["first words", "second words"]
+
+
+def test_a_prompt_that_reaches_a_session_after_it_agreed_to_passivate_runs_in_its_next_incarnation(
+    tmp_path: Path,
+) -> None:
+    with (
+        FakeProvider(Script.echo()) as provider,
+        Host(settings_for(provider, tmp_path), credentials=KEY) as host,
+    ):
+        session = host.open(tmp_path / "ws")
+        session.run("first words")
+        agent_host = host.agent_host
+        question = Passivate(idle_for=-1.0, deadline=time.monotonic() + 10)
+        assert agent_host._address(session.id).ask(question, timeout=10) is True
+        replies: queue.Queue[Any] = queue.Queue()
+        threading.Thread(target=lambda: replies.put(session.run("second words")), daemon=True).start()
+        assert wait_until(lambda: bool(agent_host._sessions[session.id].runtime.prompts), 10)
+        assert agent_host.passivate(session.id)
+        reply = replies.get(timeout=30)
+        history = session.history()
     assert isinstance(reply, ev.TurnCompleted) and reply.turn == 2
     assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["first words", "second words"]
 

@@ -73,7 +73,7 @@ class ServerProcess:
         late the reading task would have come to it on a busy machine.
         """
         stderr = self.process.stderr
-        if stderr is None:
+        if not isinstance(stderr, trio.lowlevel.FdStream):
             return
         try:
             while data := os.read(stderr.fileno(), _READ_SIZE):
