@@ -1,6 +1,6 @@
 """turnkeep's actor runtime: supervised pykka actors, stable addresses, one shared trio loop.
 
-It knows nothing about LLMs. See the README for a tour and an example.
+It knows nothing about LLMs. See docs/runtime.md for a tour and an example.
 """
 
 from .actor import Actor, handles
