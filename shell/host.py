@@ -42,12 +42,11 @@ from ._from_settings import (
     tool_bridge_settings,
 )
 from ._gate import TurnGate
-from ._gate_settings import PRIORITIES, Priority
 from ._open_session import Built, OpenSession
 from ._protocol import GetHistory, ToolServerChanged
-from ._tool_settings import tool_isolation, watch_host_secrets
+from ._tool_isolation import tool_isolation, watch_host_secrets
 from .chat_state import write_to_store
-from .config import Settings
+from .config import PRIORITIES, Priority, Settings
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe

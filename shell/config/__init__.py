@@ -17,7 +17,8 @@ error.
 """
 
 from ._errors import ConfigError
-from ._loading import load_settings
+from ._gate import PRIORITIES, Priority
+from ._loading import SERVE_TOKEN_ENV, load_cluster_settings, load_settings
 from ._sections import (
     ClusterSettings,
     CompactionSettings,
@@ -36,24 +37,30 @@ from ._sections import (
     ToolSettings,
     WindowSettings,
 )
+from ._telemetry import TelemetrySettings
 
 __all__ = [
+    "PRIORITIES",
+    "SERVE_TOKEN_ENV",
     "ClusterSettings",
     "CompactionSettings",
     "ConfigError",
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
+    "Priority",
     "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "ServeSettings",
     "Settings",
     "StoreSettings",
+    "TelemetrySettings",
     "TimeoutSettings",
     "ToolEnvSettings",
     "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
+    "load_cluster_settings",
     "load_settings",
 ]

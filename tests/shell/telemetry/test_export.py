@@ -21,8 +21,7 @@ from actors import ChaosPolicy
 from sampler import EndTurn
 from sampler.fake import FakeProvider, Script
 from shell import events as ev
-from shell._telemetry_settings import TelemetrySettings
-from shell.config import load_settings
+from shell.config import TelemetrySettings, load_settings
 from shell.credentials import StaticKey
 from shell.facade import Host
 from shell.session_tree import SessionChaos

@@ -12,8 +12,7 @@ from actors.messages import DeadLetter
 from sampler import Queued
 from sampler.gate import GateSnapshot
 from shell import turn as tm
-from shell._telemetry_settings import TelemetrySettings
-from shell.config import ConfigError, load_settings
+from shell.config import ConfigError, TelemetrySettings, load_settings
 from shell.messages import UserPrompt
 from shell.telemetry import HostReadings, actor_kind, start_telemetry
 from tests._waiting import wait_until

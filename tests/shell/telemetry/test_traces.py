@@ -15,7 +15,7 @@ from sampler.fake import Conversation, FakeProvider, FaultPlan, FinalAnswer, Scr
 from sampler.fake.faults import Fault
 from sampler.fake.script import is_summary_request
 from shell import events as ev
-from shell._telemetry_settings import TelemetrySettings
+from shell.config import TelemetrySettings
 from shell.session_tree import SessionChaos
 from tests.shell._harness import Harness
 from tests.shell.telemetry.conftest import Recorded, record
