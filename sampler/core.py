@@ -16,14 +16,14 @@ from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_er
 from .events import (
     Cancelled,
     Completed,
-    Delta,
     Failed,
     Outcome,
     Projection,
-    ProjectionFallback,
-    Queued,
-    Retrying,
     SamplerEvent,
+    StepProjectionFallback,
+    StepQueued,
+    StepRetrying,
+    StepText,
 )
 from .gate import GateClient, GateTimeout, QueueInfo
 from .messages import AssistantMessage, FinishReason, ModelRequest, Usage, media_parts_count
@@ -34,7 +34,7 @@ from .providers import (
     StreamDecodeError,
     StreamDecoder,
     StreamError,
-    TextDelta,
+    StreamText,
     decode_whole,
     endpoint_url,
     get_adapter,
@@ -135,12 +135,12 @@ async def sample_step(
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
-    Transient failures are retried under ``settings.policy`` with a :class:`Retrying` notice each;
-    request-shape failures are re-sent with a degraded projection (:class:`ProjectionFallback`) without
+    Transient failures are retried under ``settings.policy`` with a :class:`StepRetrying` notice each;
+    request-shape failures are re-sent with a degraded projection (:class:`StepProjectionFallback`) without
     spending attempts; deltas are emitted coalesced. Cancelling the surrounding trio scope ends the step at
     once — also during a back-off — after emitting :class:`Cancelled` with what had streamed.
 
-    With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`Queued` when
+    With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`StepQueued` when
     the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
     deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
     attempt's request as its header of that name.
@@ -197,7 +197,7 @@ async def sample_step(
                 if fallback is None:
                     break
                 projections.append(fallback)
-                emit(ProjectionFallback(request_id, fallback, error.kind, _usage(current)))
+                emit(StepProjectionFallback(request_id, fallback, error.kind, _usage(current)))
             decision = decide(error, attempt, policy, rng)
             if not decision.retry:
                 failed = Failed(
@@ -206,7 +206,7 @@ async def sample_step(
                 emit(failed)
                 return failed
             emit(
-                Retrying(
+                StepRetrying(
                     request_id=request_id,
                     attempt=attempt,
                     max_attempts=policy.max_attempts,
@@ -247,7 +247,7 @@ def _rough_tokens(body: bytes) -> int:
 
 def _report_queue(request_id: str, emit: Callable[[SamplerEvent], None]) -> Callable[[QueueInfo], None]:
     def report(info: QueueInfo) -> None:
-        emit(Queued(request_id, info.place, info.reason.value, info.expected_wait))
+        emit(StepQueued(request_id, info.place, info.reason.value, info.expected_wait))
 
     return report
 
@@ -335,14 +335,14 @@ async def _read_stream(
         watchdog.deadline = now + idle
         for sse in parser.feed(chunk):
             for event in decoder.feed(sse):
-                if type(event) is TextDelta:
+                if type(event) is StreamText:
                     coalescer.pending.append(event.text)
                 elif type(event) is StreamError:
                     return classify_stream_error(event.data, event.event)
         coalescer.chunk_done(now)
     for sse in parser.close():
         for event in decoder.feed(sse):
-            if type(event) is TextDelta:
+            if type(event) is StreamText:
                 coalescer.pending.append(event.text)
             elif type(event) is StreamError:
                 return classify_stream_error(event.data, event.event)
@@ -374,7 +374,7 @@ class _Coalescer:
 
     def flush(self, now: float | None = None) -> None:
         if self.pending:
-            self._emit(Delta(self._request_id, "".join(self.pending)))
+            self._emit(StepText(self._request_id, "".join(self.pending)))
             self.pending.clear()
             self._attempt.streamed = True
             self._next = (trio.current_time() if now is None else now) + self._interval

@@ -10,8 +10,7 @@ from typing import Any
 import msgspec
 
 from actors import Actor, ActorError, Address, Down, ExitReason, Refuse, handles
-from sampler import CancelSample, Sample, StepStatus, TextPart, UserMessage
-from sampler import EndTurn as ForgetTurn
+from sampler import CancelSample, ForgetTurn, Sample, StepStatus, TextPart, UserMessage
 from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned
 from tool_bridge.permissions import PermissionDecision, PermissionRequested
 
