@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tool_bridge.mcp import McpServerHandle
 
-from .session import SessionRuntime
+from ._session_state import SessionRuntime
 from .session_tree import SessionParts
 
 __all__ = ["Built", "OpenSession"]

@@ -91,6 +91,9 @@ class Session:
         self._events: queue.Queue[Any] = queue.Queue()
         address.ask(Subscribe(self._events))
 
+    def __repr__(self) -> str:
+        return f"<turnkeep.Session id={self.id!r}>"
+
     def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> Iterator[Any]:
         """Send ``text`` and yield this turn's events up to its end. Raises :class:`HostError` when no
         event arrives within ``event_timeout`` seconds (a pool may also raise
@@ -149,14 +152,14 @@ class Host:
         **options: Any,
     ) -> None:
         if backend is not None and (config is not None or options):
-            raise TypeError("Host(backend=…) takes no configuration: the backend has its own")
+            raise TypeError("turnkeep.Host(backend=…) takes no configuration: the backend has its own")
         self.backend: HostBackend = backend or AgentHost(_settings(config), **options)
 
     @property
     def agent_host(self) -> AgentHost:
         """The :class:`AgentHost` behind this façade; :class:`HostError` when the backend is not one."""
         if not isinstance(self.backend, AgentHost):
-            raise HostError(f"this host runs on {type(self.backend).__name__}, not on an AgentHost")
+            raise HostError(f"this host runs on {type(self.backend).__name__}, not on a turnkeep.AgentHost")
         return self.backend
 
     def open(self, workspace: str | Path, *, session_id: str | None = None) -> Session:
@@ -189,6 +192,9 @@ class AsyncSession:
     def __init__(self, session: Session) -> None:
         self._session = session
         self.id = session.id
+
+    def __repr__(self) -> str:
+        return f"<turnkeep.AsyncSession id={self.id!r}>"
 
     async def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> AsyncIterator[Any]:
         """Send ``text`` and yield this turn's events up to its end; :class:`trio.TooSlowError` when no

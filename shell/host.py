@@ -57,7 +57,7 @@ from .store import SessionNotFound, SessionRecord, open_store
 if TYPE_CHECKING:
     from .telemetry import Telemetry
 
-__all__ = ["AgentHost", "HostError", "credentials_from_settings"]
+__all__ = ["AgentHost", "HostError"]
 
 logger = logging.getLogger("turnkeep.shell")
 

@@ -19,13 +19,13 @@ from . import turn as tm
 from ._gate import GateOpen
 from ._history import History, HistoryError
 from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, ToolServerChanged
-from ._session_state import SessionOptions, SessionRuntime
+from ._session_state import SessionRuntime
 from ._subscribers import publish
 from .credentials import refresh_failure
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from .session_path import SessionPath
 
-__all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
+__all__ = ["SessionActor"]
 
 logger = logging.getLogger("turnkeep.shell")
 

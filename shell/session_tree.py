@@ -13,10 +13,11 @@ from tool_bridge import PermissionPolicy, ToolBridgeSettings, ToolRegistry, Tool
 
 from ._gate import TurnGate
 from ._secrets import redact_known
+from ._session_state import SessionOptions, SessionRuntime
 from .chat_state import ChatStateActor, ChatStateOptions
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
-from .session import SessionActor, SessionOptions, SessionRuntime
+from .session import SessionActor
 from .store import SessionStore
 from .tokens import TokenEstimator
 

@@ -3,10 +3,12 @@ error hierarchy."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +73,47 @@ def test_the_readme_way_in_works() -> None:
     from turnkeep import AgentHost, Host, TurnCompleted
 
     assert (Host, AgentHost, TurnCompleted) == (shell.Host, shell.AgentHost, shell.TurnCompleted)
+
+
+class _Idle(turnkeep.Actor):
+    pass
+
+
+class _Mailbox:
+    def ask(self, message: object, timeout: float | None = None) -> None:
+        return None
+
+    def tell(self, message: object) -> None:
+        pass
+
+
+def written_reprs() -> set[type]:
+    """The classes of the face with a repr of their own, written by hand (a dataclass's names only its
+    class and fields)."""
+    return {
+        value
+        for value in (getattr(turnkeep, name) for name in turnkeep.__all__)
+        if inspect.isclass(value) and "__repr__" in vars(value) and not dataclasses.is_dataclass(value)
+    }
+
+
+def test_a_public_class_with_a_repr_of_its_own_names_itself_as_turnkeep_names_it(tmp_path: Path) -> None:
+    session = turnkeep.Session(None, "s-1", _Mailbox())  # type: ignore[arg-type]
+    store = turnkeep.open_store(tmp_path / "sessions.db")
+    with turnkeep.ActorSystem() as system:
+        samples = {
+            turnkeep.Session: session,
+            turnkeep.AsyncSession: turnkeep.AsyncSession(session),
+            turnkeep.NoCredentials: turnkeep.NoCredentials(),
+            turnkeep.StaticKey: turnkeep.StaticKey(env_var="KEY", environ={"KEY": "sk-0000-0000"}),
+            turnkeep.OAuthCredential: turnkeep.OAuthCredential("https://auth.example/token", "refresh"),
+            turnkeep.SessionStore: store,
+            turnkeep.ActorSystem: system,
+            turnkeep.Address: system.spawn(turnkeep.ChildSpec("idle", _Idle)),
+        }
+        try:
+            assert set(samples) == written_reprs(), "a class of the face has a repr this test does not check"
+            for cls, sample in samples.items():
+                assert re.match(rf"<?turnkeep\.{cls.__name__}\b", repr(sample)), repr(sample)
+        finally:
+            store.close()

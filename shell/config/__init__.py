@@ -16,28 +16,26 @@ empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_AT
 error.
 """
 
+from ._cluster import ClusterSettings
 from ._errors import ConfigError
-from ._gate import PRIORITIES, Priority
+from ._gate import PRIORITIES, Priority, ProviderLimits
 from ._loading import SERVE_TOKEN_ENV, load_cluster_settings, load_settings
 from ._sections import (
-    ClusterSettings,
     CompactionSettings,
     DoomLoopRecoverySettings,
     HostSettings,
     LoopControlSettings,
-    ProviderLimits,
     ProviderSettings,
     RetrySettings,
     ServeSettings,
     Settings,
     StoreSettings,
     TimeoutSettings,
-    ToolEnvSettings,
-    ToolSandboxSettings,
     ToolSettings,
     WindowSettings,
 )
 from ._telemetry import TelemetrySettings
+from ._tools import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
     "PRIORITIES",

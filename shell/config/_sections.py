@@ -24,20 +24,16 @@ from ._tools import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
     "SECTIONS",
-    "ClusterSettings",
     "CompactionSettings",
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
-    "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "ServeSettings",
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
-    "ToolEnvSettings",
-    "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
 ]

@@ -10,8 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tool_bridge import PermissionDecision
+
 from ..host import HostError
-from ..messages import Cancel, PermissionDecision, UserPrompt
+from ..messages import Cancel, UserPrompt
 from ..session_path import SessionPath
 from ..store import SessionExists, SessionNotFound, SessionRecord, TurnUsageRecord
 from ..usage import TokenUsage
