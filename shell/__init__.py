@@ -31,7 +31,7 @@ from .events import (
 from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
 from .host import AgentHost, HostError
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
-from .session_tree import SessionChaos
+from .session import SessionChaos
 from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
 from .usage import Price, TokenUsage, TurnUsage
 

@@ -41,17 +41,24 @@ from ._from_settings import (
     session_options,
     tool_bridge_settings,
 )
-from ._gate import TurnGate
-from ._open_session import Built, OpenSession
 from ._protocol import GetHistory, ToolServerChanged
 from ._tool_isolation import tool_isolation, watch_host_secrets
-from .chat_state import write_to_store
 from .config import PRIORITIES, Priority, Settings
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
-from .session_path import SessionPath
-from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
+from .session import (
+    Built,
+    OpenSession,
+    SessionChaos,
+    SessionParts,
+    SessionPath,
+    TurnGate,
+    session_runtime,
+    session_spec,
+    tool_specs,
+    write_to_store,
+)
 from .store import SessionNotFound, SessionRecord, open_store
 
 if TYPE_CHECKING:

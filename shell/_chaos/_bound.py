@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._session_state import SessionOptions
 from ..bridge import MAX_AUTH_REFRESHES
 from ..config import Settings
 from ..credentials import REFRESH_TIMEOUT
+from ..session import SessionOptions
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from sampler.fake import (
 )
 
 from .. import events as ev
-from ..session_path import MEMBERS
+from ..session import MEMBERS
 from ..store import SessionStore, StoreError
 from ._bound import TurnBound
 from ._driving import _SessionLog

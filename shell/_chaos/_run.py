@@ -33,8 +33,7 @@ from tool_bridge.mcp import MCP_CHILD
 from ..config import Settings
 from ..credentials import OAuthCredential
 from ..host import AgentHost
-from ..session_path import MEMBERS, SessionPath
-from ..session_tree import SessionChaos
+from ..session import MEMBERS, SessionChaos, SessionPath
 from ._bound import TurnBound, turn_bound
 from ._driving import _drive, _Limits, _SessionLog
 from ._mcp import MCP_NAME, MCP_SCRIPT, McpKiller, mcp_settings

@@ -16,7 +16,7 @@ from tool_bridge import PermissionDecision
 
 from ..host import HostError
 from ..messages import Cancel, UserPrompt
-from ..session_path import SessionPath
+from ..session import SessionPath
 from ..store import SessionExists, SessionNotFound, SessionRecord, TurnUsageRecord
 from ..usage import TokenUsage
 from . import _api as api

@@ -24,7 +24,7 @@ from shell import events as ev
 from shell.config import TelemetrySettings, load_settings
 from shell.credentials import StaticKey
 from shell.facade import Host
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from shell.telemetry import TelemetryError, start_telemetry
 from tests._loopback import QuietHandler, serving_http
 from tests._waiting import wait_until

@@ -16,7 +16,7 @@ from sampler.fake.faults import Fault
 from sampler.fake.script import is_summary_request
 from shell import events as ev
 from shell.config import TelemetrySettings
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from tests.shell._harness import Harness
 from tests.shell.telemetry.conftest import Recorded, record
 
