@@ -22,7 +22,7 @@ from . import events as ev
 from .config import Settings, load_settings
 from .host import AgentHost, HostError
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
-from .store import SessionRecord
+from .store import SessionNotFound, SessionRecord
 
 __all__ = ["AsyncHost", "AsyncSession", "Host", "HostBackend", "Mailbox", "Session", "open_host"]
 
@@ -174,6 +174,16 @@ class Host:
     def sessions(self) -> list[SessionRecord]:
         """Every stored session."""
         return self.backend.list_sessions()
+
+    def session(self, session_id: str) -> SessionRecord:
+        """The stored record of the session ``session_id``, running or not. Raises
+        :class:`SessionNotFound` when the store has no such session."""
+        if isinstance(self.backend, AgentHost):
+            return self.backend.session(session_id)
+        found = next((record for record in self.backend.list_sessions() if record.id == session_id), None)
+        if found is None:
+            raise SessionNotFound(f"there is no session {session_id!r}")
+        return found
 
     def close(self) -> None:
         """Shut the host down cooperatively (running turns end as ``aborted``)."""

@@ -59,7 +59,7 @@ from .session import (
     tool_specs,
     write_to_store,
 )
-from .store import SessionNotFound, SessionRecord, open_store
+from .store import SessionNotFound, SessionRecord, StoredMessage, TurnUsageRecord, open_store
 
 if TYPE_CHECKING:
     from .telemetry import Telemetry
@@ -209,6 +209,31 @@ class AgentHost:
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""
         return self.store.list_sessions()
+
+    def session(self, session_id: str) -> SessionRecord:
+        """The stored record of the session, running or not. Raises :class:`SessionNotFound` when the
+        store has no such session."""
+        return self.store.get_session(session_id)
+
+    def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
+        """The usage of every ended turn of the session, by turn. Raises nothing for an unknown session:
+        it has no turns."""
+        return self.store.turn_usage(session_id)
+
+    def usage_by_session(self) -> dict[str, list[TurnUsageRecord]]:
+        """:meth:`turn_usage` of every stored session that has any, by session id."""
+        return self.store.usage_by_session()
+
+    def stored_messages(self, session_id: str) -> list[StoredMessage]:
+        """Every message the store holds for the session, those a compaction replaced included, with
+        their seq, turn and what replaced them; the session need not be running."""
+        return self.store.load_messages(session_id, include_replaced=True)
+
+    def last_event_seq(self, session_id: str) -> int:
+        """The seq of the session's last stored event (0 when it has none). Raises
+        :class:`SessionNotFound` when the store has no such session."""
+        known = self.store.load_events(session_id)
+        return known[-1].seq if known else 0
 
     def active(self) -> list[str]:
         """The ids of sessions whose subtree is running now (not passivated)."""

@@ -21,7 +21,7 @@ from tool_bridge.permissions import Action, Decision
 from ..config import ConfigError, Settings, load_settings
 from ..facade import Host, Session
 from ..host import HostError
-from ..store import SessionNotFound, StoreError
+from ..store import StoreError
 
 __all__ = [
     "CliUsageError",
@@ -142,14 +142,8 @@ def open_session(host: Host, options: argparse.Namespace) -> Session:
     """The stored session ``--session`` names, or a new one in ``--workspace`` (default: the current
     directory). Raises :class:`CliUsageError` for an unknown or closed session or a workspace that is
     not a directory."""
-    store = host.agent_host.store
     if options.session:
-        try:
-            record = store.get_session(options.session)
-        except SessionNotFound:
-            raise CliUsageError(f"there is no session {options.session!r} in {store.path}") from None
-        if record.status == "closed":
-            raise CliUsageError(f"session {options.session!r} is closed")
+        # The host refuses a session the store does not have, or one that was closed.
         try:
             return host.resume(options.session)
         except HostError as error:

@@ -38,7 +38,7 @@ async def _blocking(fn: Callable[[], T]) -> T:
 
 def _record(ctx: ServeContext, session_id: str) -> SessionRecord:
     try:
-        return ctx.host.store.get_session(session_id)
+        return ctx.host.session(session_id)
     except SessionNotFound:
         raise api.ApiError(404, "not_found", f"there is no session {session_id!r}") from None
 
@@ -71,7 +71,7 @@ def _view(
     usage: list[TurnUsageRecord] | None = None,
 ) -> api.SessionView:
     if usage is None:
-        usage = ctx.host.store.turn_usage(record.id)
+        usage = ctx.host.turn_usage(record.id)
     return api.SessionView(
         id=record.id,
         workspace=record.workspace,
@@ -142,13 +142,13 @@ def _open_session(ctx: ServeContext, workspace: Path, body: api.CreateSession) -
     assert found is not None, address.name
     session_id = found[0].session_id
     ctx.taps.ensure(session_id)
-    return _view(ctx, ctx.host.store.get_session(session_id), set(ctx.host.active()))
+    return _view(ctx, ctx.host.session(session_id), set(ctx.host.active()))
 
 
 async def _list_sessions(ctx: ServeContext, request: Request) -> Response:
     def listing() -> api.SessionList:
         active = set(ctx.host.active())
-        usage = ctx.host.store.usage_by_session()
+        usage = ctx.host.usage_by_session()
         sessions = ctx.host.list_sessions()
         return api.SessionList([_view(ctx, r, active, usage.get(r.id, [])) for r in sessions])
 
@@ -224,7 +224,7 @@ async def _history(ctx: ServeContext, request: Request) -> Response:
 
     def messages() -> api.HistoryView:
         _record(ctx, session_id)
-        stored = ctx.host.store.load_messages(session_id, include_replaced=True)
+        stored = ctx.host.stored_messages(session_id)
         return api.HistoryView(
             [api.HistoryMessage(m.seq, m.turn, m.message, m.replaced_by, m.is_summary) for m in stored]
         )
@@ -242,8 +242,7 @@ async def _events(ctx: ServeContext, request: Request) -> Response | EventStream
         if record.status != "closed":
             await _blocking(lambda: ctx.taps.ensure(session_id))
         if after is None:
-            known = await _blocking(lambda: ctx.host.store.load_events(session_id))
-            after = known[-1].seq if known else 0
+            after = await _blocking(lambda: ctx.host.last_event_seq(session_id))
     except BaseException:
         ctx.taps.remove(inbox.buffer)
         raise
