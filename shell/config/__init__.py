@@ -19,7 +19,7 @@ error.
 from ._cluster import ClusterSettings
 from ._errors import ConfigError
 from ._gate import PRIORITIES, Priority, ProviderLimits
-from ._loading import SERVE_TOKEN_ENV, load_cluster_settings, load_settings
+from ._loading import SERVE_TOKEN_ENV, environ_below_file, load_cluster_settings, load_settings
 from ._sections import (
     CompactionSettings,
     DoomLoopRecoverySettings,
@@ -59,6 +59,7 @@ __all__ = [
     "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
+    "environ_below_file",
     "load_cluster_settings",
     "load_settings",
 ]

@@ -15,7 +15,7 @@ from ._cluster import ClusterSettings
 from ._errors import ConfigError
 from ._sections import SECTIONS, Settings
 
-__all__ = ["SERVE_TOKEN_ENV", "load_cluster_settings", "load_settings"]
+__all__ = ["SERVE_TOKEN_ENV", "environ_below_file", "load_cluster_settings", "load_settings"]
 
 _PREFIX = "TURNKEEP_"
 _CONFIG_ENV = "TURNKEEP_CONFIG"
@@ -64,6 +64,32 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
             origin,
         )
         raise ConfigError(f"invalid setting {dotted}: {problem}{source}", key=dotted) from None
+
+
+def environ_below_file(path: str | Path | None, environ: Mapping[str, str]) -> Mapping[str, str]:
+    """``environ`` without the ``TURNKEEP_*`` variables of the settings the TOML file ``path`` sets, for a
+    caller whose file must win over the environment (the command line's ``--config``). Without a file, or
+    with one that cannot be read, ``environ`` is returned as it is: :func:`load_settings` reports the
+    problem."""
+    if path is None:
+        return environ
+    try:
+        raw = _read_file(Path(path).expanduser())
+    except ConfigError:
+        return environ
+    keys = {
+        f"{section}__{key}".lower()
+        for section, table in raw.items()
+        if isinstance(table, dict)
+        for key in table
+    }
+    if "retry__max_attempts" in keys:
+        keys.add(_MAX_ATTEMPTS_ENV[len(_PREFIX) :].lower())
+    return {
+        name: value
+        for name, value in environ.items()
+        if not (name.startswith(_PREFIX) and name[len(_PREFIX) :].lower() in keys)
+    }
 
 
 class _ClusterFile(msgspec.Struct):
