@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,15 @@ def test_no_name_is_exported_twice_and_no_object_under_two_names() -> None:
                 continue
             assert id(value) not in seen, f"{name} is {seen.get(id(value))} again"
             seen[id(value)] = name
+
+
+def test_each_public_class_and_function_is_listed_where_it_is_defined() -> None:
+    for face in FACES:
+        for name in face.__all__:
+            value = getattr(face, name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                home = sys.modules[value.__module__]
+                assert name in getattr(home, "__all__", ()), f"{name} is not in {value.__module__}.__all__"
 
 
 def exceptions_of(module: types.ModuleType) -> Iterator[type[BaseException]]:

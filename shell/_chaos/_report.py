@@ -23,6 +23,8 @@ from ._driving import _SessionLog
 from ._invariants import event_log_violations, history_violations
 from ._tallies import _explain, _Tally
 
+__all__ = ["ChaosReport", "DeadLetterCount", "print_report", "replay_command"]
+
 
 class DeadLetterCount(msgspec.Struct, frozen=True):
     """Dead letters of one kind: where, what, why, how many, and what explains them."""

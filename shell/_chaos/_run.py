@@ -54,6 +54,8 @@ from ._workload import (
     _settings,
 )
 
+__all__ = ["chaos_run", "run"]
+
 
 def run(
     *,
