@@ -80,7 +80,7 @@ class Address:
         self._activator: Callable[[Address], None] | None = None
 
     def __repr__(self) -> str:
-        return f"Address({self.name!r})"
+        return f"turnkeep.Address({self.name!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Address) and other.name == self.name

@@ -269,7 +269,9 @@ class Supervisor(Actor):
         except Exception as exc:
             raise ChildStartError(f"{name!r}: the factory raised {exc!r}") from exc
         if not isinstance(actor, Actor):
-            raise ChildStartError(f"{name!r}: the factory returned {type(actor).__name__}, not an Actor")
+            raise ChildStartError(
+                f"{name!r}: the factory returned {type(actor).__name__}, not a turnkeep.Actor"
+            )
         chaos = spec.chaos or self._subtree_chaos
         if isinstance(actor, Supervisor):
             actor._subtree_chaos = actor._subtree_chaos or chaos

@@ -281,7 +281,7 @@ class ActorSystem:
 
     def __repr__(self) -> str:
         state = "terminated" if self.terminated else "running"
-        return f"<ActorSystem {state}, {len(self._live)} actors>"
+        return f"<turnkeep.ActorSystem {state}, {len(self._live)} actors>"
 
     def _debug_state(self) -> dict[str, Any]:
         with self._lock:

@@ -28,8 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sampler import AssistantMessage, Message, ToolCall, ToolMessage, ToolResult, UserMessage
 from sampler.errors import classify_http_error
 from sampler.fake import FakeProvider, Fault, FaultPlan, Script
-from shell.repair import plan_repair
-from shell.tokens import TokenEstimator
+from shell.session import TokenEstimator, plan_repair
 from tests.sampler.data.error_bodies import TABLE
 
 _WARM_UP = 10

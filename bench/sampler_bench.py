@@ -22,7 +22,7 @@ import msgspec
 import openai
 import trio
 
-from sampler import Completed, ModelRequest, SamplerSettings, UserMessage, http_client, sample_step
+from sampler import Completed, ModelRequest, SamplerSettings, StepText, UserMessage, http_client, sample_step
 
 
 class _Delta(msgspec.Struct):
@@ -184,7 +184,7 @@ def ttft_turnkeep(base_url: str, prompt: str, n: int) -> list[float]:
                 first: list[float] = []
 
                 def emit(event: Any, started: float = started, first: list[float] = first) -> None:
-                    if not first and type(event).__name__ == "Delta":
+                    if not first and isinstance(event, StepText):
                         first.append(time.perf_counter() - started)
 
                 await sample_step(

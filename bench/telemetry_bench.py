@@ -168,7 +168,7 @@ def _replayed(base: dict[str, str], tmp: Path, replays: int) -> float:
     """CPU-seconds per turn of telemetry alone: one echo turn's observations replayed ``replays`` times
     through a fresh telemetry exporting to the receiver, its spans flushed and metrics collected; best
     of 5."""
-    from shell._telemetry_settings import TelemetrySettings
+    from shell.config import TelemetrySettings
     from shell.telemetry import start_telemetry
 
     env = dict(base, TURNKEEP_STORE__PATH=str(tmp / "replay.db"), TURNKEEP_TELEMETRY__ENABLED="true")

@@ -23,7 +23,7 @@ from .messages import AssistantMessage, ModelRequest
 
 __all__ = [
     "CancelSample",
-    "EndTurn",
+    "ForgetTurn",
     "Sample",
     "SamplerActor",
     "SamplerRuntime",
@@ -64,7 +64,7 @@ class CancelSample(msgspec.Struct, frozen=True, tag=True):
     request_id: str
 
 
-class EndTurn(msgspec.Struct, frozen=True, tag=True):
+class ForgetTurn(msgspec.Struct, frozen=True, tag=True):
     """The turn is over: forget how its requests were degraded."""
 
     turn: str
@@ -191,8 +191,8 @@ class SamplerActor(Actor):
             return StepState.QUEUED
         return StepState.UNKNOWN
 
-    @handles(EndTurn)
-    def _on_end_turn(self, message: EndTurn) -> None:
+    @handles(ForgetTurn)
+    def _on_forget_turn(self, message: ForgetTurn) -> None:
         self._runtime.memories.pop(message.turn, None)
 
     @handles(_StepDone)

@@ -16,14 +16,14 @@ from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_er
 from .events import (
     Cancelled,
     Completed,
-    Delta,
     Failed,
     Outcome,
     Projection,
-    ProjectionFallback,
-    Queued,
-    Retrying,
     SamplerEvent,
+    StepProjectionFallback,
+    StepQueued,
+    StepRetrying,
+    StepText,
 )
 from .gate import GateClient, GateTimeout, QueueInfo
 from .messages import AssistantMessage, FinishReason, ModelRequest, Usage, media_parts_count
@@ -34,7 +34,7 @@ from .providers import (
     StreamDecodeError,
     StreamDecoder,
     StreamError,
-    TextDelta,
+    StreamText,
     decode_whole,
     endpoint_url,
     get_adapter,
@@ -135,96 +135,128 @@ async def sample_step(
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
-    Transient failures are retried under ``settings.policy`` with a :class:`Retrying` notice each;
-    request-shape failures are re-sent with a degraded projection (:class:`ProjectionFallback`) without
+    Transient failures are retried under ``settings.policy`` with a :class:`StepRetrying` notice each;
+    request-shape failures are re-sent with a degraded projection (:class:`StepProjectionFallback`) without
     spending attempts; deltas are emitted coalesced. Cancelling the surrounding trio scope ends the step at
     once — also during a back-off — after emitting :class:`Cancelled` with what had streamed.
 
-    With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`Queued` when
-    the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
+    With a ``gate``, every attempt first waits for the host's provider gate (emitting :class:`StepQueued`
+    when the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
     deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
     attempt's request as its header of that name.
     """
     if traceparent is not None:
         settings = msgspec.structs.replace(settings, headers={**settings.headers, "traceparent": traceparent})
     rng = rng or random.Random()
-    memory = memory or ProjectionMemory()
     policy = settings.policy
-    attempt = 0
-    current = _Attempt()
-    projections: list[Projection] = []
-    leases = itertools.count(1)
-    adapter = get_adapter(settings.provider)
+    step = _Step(request, request_id, client, settings, emit, api_key, memory or ProjectionMemory(), gate)
     try:
         while True:
-            attempt += 1
-            while True:
-                current = _Attempt()
-                body = adapter.encode_request(memory.project(request))
-                if gate is None:
-                    result = await _one_attempt(body, request_id, client, settings, emit, api_key(), current)
-                else:
-                    lease = f"{request_id}#{next(leases)}"
-                    try:
-                        await gate.acquire(lease, _rough_tokens(body), _report_queue(request_id, emit))
-                    except GateTimeout as waited:
-                        failed = Failed(
-                            request_id, LlmError(LlmErrorKind.RATE_LIMIT, message=str(waited)), attempt
-                        )
-                        emit(failed)
-                        return failed
-                    try:
-                        result = await _one_attempt(
-                            body, request_id, client, settings, emit, api_key(), current
-                        )
-                    finally:
-                        gate.release(lease, current.status, current.headers)
-                error = _judge(result) if isinstance(result, AssistantResult) else result
-                if error is None:
-                    assert isinstance(result, AssistantResult)
-                    completed = Completed(
-                        request_id,
-                        result.message,
-                        result.usage,
-                        result.finish_reason,
-                        attempt,
-                        tuple(projections),
-                        result.model,
-                    )
-                    emit(completed)
-                    return completed
-                fallback = memory.fall_back(error, request)
-                if fallback is None:
-                    break
-                projections.append(fallback)
-                emit(ProjectionFallback(request_id, fallback, error.kind, _usage(current)))
-            decision = decide(error, attempt, policy, rng)
+            step.attempt += 1
+            ended = await _attempt_in_every_shape(step)
+            if not isinstance(ended, LlmError):
+                emit(ended)
+                return ended
+            decision = decide(ended, step.attempt, policy, rng)
             if not decision.retry:
                 failed = Failed(
-                    request_id, _with_projections(decision.error, projections), attempt, _usage(current)
+                    request_id,
+                    _with_projections(decision.error, step.projections),
+                    step.attempt,
+                    _usage(step.current),
                 )
                 emit(failed)
                 return failed
-            emit(
-                Retrying(
-                    request_id=request_id,
-                    attempt=attempt,
-                    max_attempts=policy.max_attempts,
-                    delay=decision.delay,
-                    kind=error.kind,
-                    status=error.status,
-                    message=error.message,
-                    discard_partial=current.streamed,
-                    usage=_usage(current),
-                )
-            )
-            current = _Attempt()
+            emit(_retrying(step, ended, decision.delay))
+            step.current = _Attempt()
             await trio.sleep(decision.delay)
     except trio.Cancelled:
-        decoder = current.decoder
+        decoder = step.current.decoder
         partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
-        emit(Cancelled(request_id, partial, attempt, _usage(current)))
+        emit(Cancelled(request_id, partial, step.attempt, _usage(step.current)))
         raise
+
+
+@dataclass
+class _Step:
+    """One step as its attempts share it: what it sends where, and how far it has come."""
+
+    request: ModelRequest
+    request_id: str
+    client: httpx.AsyncClient
+    settings: SamplerSettings
+    emit: Callable[[SamplerEvent], None]
+    api_key: Callable[[], str | None]
+    memory: ProjectionMemory
+    gate: GateClient | None
+    attempt: int = 0
+    """The attempt under way, counted from 1; a re-shaped request is the same attempt."""
+    current: _Attempt = field(default_factory=_Attempt)
+    projections: list[Projection] = field(default_factory=list)
+    """The re-shapings tried so far, in order."""
+    leases: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+
+async def _attempt_in_every_shape(step: _Step) -> Completed | Failed | LlmError:
+    """Make the step's current attempt, re-sent in each re-shaping its memory allows while the provider
+    rejects the request's shape (emitting :class:`StepProjectionFallback` for each): the step's
+    :class:`Completed`, its :class:`Failed` when the gate made it wait past its deadline (neither emitted
+    yet), or the error that ended the attempt."""
+    while True:
+        step.current = _Attempt()
+        body = get_adapter(step.settings.provider).encode_request(step.memory.project(step.request))
+        result = await _gated_attempt(step, body)
+        if isinstance(result, Failed):
+            return result
+        error = _judge(result) if isinstance(result, AssistantResult) else result
+        if error is None:
+            assert isinstance(result, AssistantResult)
+            return Completed(
+                step.request_id,
+                result.message,
+                result.usage,
+                result.finish_reason,
+                step.attempt,
+                tuple(step.projections),
+                result.model,
+            )
+        fallback = step.memory.fall_back(error, step.request)
+        if fallback is None:
+            return error
+        step.projections.append(fallback)
+        step.emit(StepProjectionFallback(step.request_id, fallback, error.kind, _usage(step.current)))
+
+
+async def _gated_attempt(step: _Step, body: bytes) -> AssistantResult | LlmError | Failed:
+    """Send ``body`` once, through the provider gate when the step has one (and tell the gate how it was
+    answered); a wait past the gate's deadline is the step's :class:`Failed`, not emitted yet."""
+    send = step.request_id, step.client, step.settings, step.emit
+    if step.gate is None:
+        return await _one_attempt(body, *send, step.api_key(), step.current)
+    lease = f"{step.request_id}#{next(step.leases)}"
+    try:
+        await step.gate.acquire(lease, _rough_tokens(body), _report_queue(step.request_id, step.emit))
+    except GateTimeout as waited:
+        return Failed(step.request_id, LlmError(LlmErrorKind.RATE_LIMIT, message=str(waited)), step.attempt)
+    try:
+        return await _one_attempt(body, *send, step.api_key(), step.current)
+    finally:
+        step.gate.release(lease, step.current.status, step.current.headers)
+
+
+def _retrying(step: _Step, error: LlmError, delay: float) -> StepRetrying:
+    """The notice that the step's attempt failed with ``error`` and the next starts after ``delay``."""
+    return StepRetrying(
+        request_id=step.request_id,
+        attempt=step.attempt,
+        max_attempts=step.settings.policy.max_attempts,
+        delay=delay,
+        kind=error.kind,
+        status=error.status,
+        message=error.message,
+        discard_partial=step.current.streamed,
+        usage=_usage(step.current),
+    )
 
 
 def _with_projections(error: LlmError, projections: list[Projection]) -> LlmError:
@@ -247,7 +279,7 @@ def _rough_tokens(body: bytes) -> int:
 
 def _report_queue(request_id: str, emit: Callable[[SamplerEvent], None]) -> Callable[[QueueInfo], None]:
     def report(info: QueueInfo) -> None:
-        emit(Queued(request_id, info.place, info.reason.value, info.expected_wait))
+        emit(StepQueued(request_id, info.place, info.reason.value, info.expected_wait))
 
     return report
 
@@ -335,14 +367,14 @@ async def _read_stream(
         watchdog.deadline = now + idle
         for sse in parser.feed(chunk):
             for event in decoder.feed(sse):
-                if type(event) is TextDelta:
+                if type(event) is StreamText:
                     coalescer.pending.append(event.text)
                 elif type(event) is StreamError:
                     return classify_stream_error(event.data, event.event)
         coalescer.chunk_done(now)
     for sse in parser.close():
         for event in decoder.feed(sse):
-            if type(event) is TextDelta:
+            if type(event) is StreamText:
                 coalescer.pending.append(event.text)
             elif type(event) is StreamError:
                 return classify_stream_error(event.data, event.event)
@@ -374,7 +406,7 @@ class _Coalescer:
 
     def flush(self, now: float | None = None) -> None:
         if self.pending:
-            self._emit(Delta(self._request_id, "".join(self.pending)))
+            self._emit(StepText(self._request_id, "".join(self.pending)))
             self.pending.clear()
             self._attempt.streamed = True
             self._next = (trio.current_time() if now is None else now) + self._interval

@@ -1,4 +1,8 @@
-"""What a sampling step reports, as frozen messages: deltas and notices on the way, then one outcome."""
+"""What a sampling step reports, as frozen messages: text and notices on the way, then one outcome.
+
+The notices are named for the step (``StepText``, ``StepRetrying``...): the session turns them into its own
+events (:class:`shell.events.TextDelta`, :class:`shell.events.Retrying`...), which are stored and published.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +17,14 @@ from .messages import AssistantMessage, FinishReason, Usage
 __all__ = [
     "Cancelled",
     "Completed",
-    "Delta",
     "Failed",
     "Outcome",
     "Projection",
-    "ProjectionFallback",
-    "Queued",
-    "Retrying",
     "SamplerEvent",
+    "StepProjectionFallback",
+    "StepQueued",
+    "StepRetrying",
+    "StepText",
 ]
 
 
@@ -35,14 +39,14 @@ class Projection(enum.StrEnum):
     """Tool results moved next to their calls, orphans turned to text, roles merged."""
 
 
-class Delta(msgspec.Struct, frozen=True, tag=True):
+class StepText(msgspec.Struct, frozen=True, tag=True):
     """Text streamed by the current attempt (several tokens coalesced)."""
 
     request_id: str
     text: str
 
 
-class Queued(msgspec.Struct, frozen=True, tag=True):
+class StepQueued(msgspec.Struct, frozen=True, tag=True):
     """The request has waited at the host's provider gate longer than its threshold: ``place`` in line (0:
     next), ``reason`` (``cool_down``, ``budget`` or ``concurrency``) and the expected wait in seconds (None:
     until a request in flight ends). Waiting spends no retry attempt."""
@@ -53,7 +57,7 @@ class Queued(msgspec.Struct, frozen=True, tag=True):
     expected_wait: float | None
 
 
-class Retrying(msgspec.Struct, frozen=True, tag=True):
+class StepRetrying(msgspec.Struct, frozen=True, tag=True):
     """Attempt ``attempt`` of ``max_attempts`` failed with a transient error; the next starts after
     ``delay`` seconds. When ``discard_partial`` is true, text streamed by the failed attempt is void."""
 
@@ -69,7 +73,7 @@ class Retrying(msgspec.Struct, frozen=True, tag=True):
     """What the failed attempt consumed, when the provider reported it (the account pays for it)."""
 
 
-class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
+class StepProjectionFallback(msgspec.Struct, frozen=True, tag=True):
     """The provider rejected the request's shape; it is re-sent with ``projection``, without spending a
     retry attempt. Text streamed before it is void."""
 
@@ -82,7 +86,7 @@ class ProjectionFallback(msgspec.Struct, frozen=True, tag=True):
 
 class Completed(msgspec.Struct, frozen=True, tag=True):
     """The step produced an assistant message; ``usage`` is its last attempt's (earlier attempts' usage
-    came with their :class:`Retrying` or :class:`ProjectionFallback`)."""
+    came with their :class:`StepRetrying` or :class:`StepProjectionFallback`)."""
 
     request_id: str
     message: AssistantMessage
@@ -101,7 +105,7 @@ class Failed(msgspec.Struct, frozen=True, tag=True):
     error: LlmError
     attempts: int
     usage: Usage | None = None
-    """What the last attempt consumed, when the provider reported it (earlier ones: their Retrying)."""
+    """What the last attempt consumed, when the provider reported it (earlier ones: their StepRetrying)."""
 
 
 class Cancelled(msgspec.Struct, frozen=True, tag=True):
@@ -117,5 +121,7 @@ class Cancelled(msgspec.Struct, frozen=True, tag=True):
 Outcome: TypeAlias = Completed | Failed | Cancelled
 """How a step ends: exactly one of these."""
 
-SamplerEvent: TypeAlias = Delta | Queued | Retrying | ProjectionFallback | Completed | Failed | Cancelled
+SamplerEvent: TypeAlias = (
+    StepText | StepQueued | StepRetrying | StepProjectionFallback | Completed | Failed | Cancelled
+)
 """Everything a step reports."""

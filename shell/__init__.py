@@ -4,6 +4,8 @@ many of them, its façades, the store and the configuration.
 This door lists what embedding apps use; the parts a session is built from (the actors, the turn machine,
 the recovery bridge) are in their own modules. :mod:`turnkeep` is the product's public face."""
 
+from tool_bridge import PermissionDecision
+
 from .config import ConfigError, Settings, load_settings
 from .credentials import CredentialProvider, CredentialRefreshError, NoCredentials, OAuthCredential, StaticKey
 from .events import (
@@ -28,8 +30,8 @@ from .events import (
 )
 from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
 from .host import AgentHost, HostError
-from .messages import Cancel, PermissionDecision, Subscribe, Unsubscribe, UserPrompt
-from .session_tree import SessionChaos
+from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+from .session import SessionChaos
 from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
 from .usage import Price, TokenUsage, TurnUsage
 

@@ -8,10 +8,9 @@ import os
 from sampler import SamplerSettings
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings
 
-from ._session_state import SessionOptions
-from .chat_state import ChatStateOptions
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
+from .session import ChatStateOptions, SessionOptions
 
 __all__ = [
     "chat_options",

@@ -66,7 +66,8 @@ Write plain text. Do not continue the conversation and do not call tools."""
 
 
 class SupportsEstimate(Protocol):
-    """Anything that estimates the input tokens of messages (such as :class:`shell.tokens.TokenEstimator`)."""
+    """Anything that estimates the input tokens of messages (such as
+    :class:`shell.session.TokenEstimator`)."""
 
     def estimate(self, messages: Iterable[Message]) -> int:
         """The estimated input tokens of a request made of ``messages``."""

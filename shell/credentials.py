@@ -71,7 +71,7 @@ class NoCredentials:
         )
 
     def __repr__(self) -> str:
-        return "NoCredentials()"
+        return "turnkeep.NoCredentials()"
 
 
 class StaticKey:
@@ -90,7 +90,7 @@ class StaticKey:
         environ: Mapping[str, str] = os.environ,
     ) -> None:
         if env_var is None and file is None:
-            raise ValueError("a StaticKey needs an env_var or a file to read the key from")
+            raise ValueError("a turnkeep.StaticKey needs an env_var or a file to read the key from")
         self._env_var = env_var
         self._file = Path(file) if file is not None else None
         self._environ = environ
@@ -146,7 +146,7 @@ class StaticKey:
     def __repr__(self) -> str:
         state = "set" if self._key is not None else "missing"
         file = str(self._file) if self._file is not None else None
-        return f"StaticKey(env_var={self._env_var!r}, file={file!r}, key=<{state}>)"
+        return f"turnkeep.StaticKey(env_var={self._env_var!r}, file={file!r}, key=<{state}>)"
 
 
 class _Tokens(msgspec.Struct, frozen=True):
@@ -177,7 +177,7 @@ class OAuthCredential:
         client_id: str | None = None,
     ) -> None:
         if not refresh_token:
-            raise ValueError("an OAuthCredential needs a refresh token")
+            raise ValueError("a turnkeep.OAuthCredential needs a refresh token")
         self._token_url = token_url
         self._client_id = client_id
         self._tokens = _Tokens(access_token or None, refresh_token)
@@ -260,7 +260,7 @@ class OAuthCredential:
     def __repr__(self) -> str:
         access = "set" if self._tokens.access is not None else "missing"
         return (
-            f"OAuthCredential(token_url={self._token_url!r}, client_id={self._client_id!r}, "
+            f"turnkeep.OAuthCredential(token_url={self._token_url!r}, client_id={self._client_id!r}, "
             f"access_token=<{access}>, refresh_token=<set>)"
         )
 

@@ -22,7 +22,7 @@ from . import events as ev
 from .config import Settings, load_settings
 from .host import AgentHost, HostError
 from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
-from .store import SessionRecord
+from .store import SessionNotFound, SessionRecord
 
 __all__ = ["AsyncHost", "AsyncSession", "Host", "HostBackend", "Mailbox", "Session", "open_host"]
 
@@ -91,6 +91,9 @@ class Session:
         self._events: queue.Queue[Any] = queue.Queue()
         address.ask(Subscribe(self._events))
 
+    def __repr__(self) -> str:
+        return f"<turnkeep.Session id={self.id!r}>"
+
     def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> Iterator[Any]:
         """Send ``text`` and yield this turn's events up to its end. Raises :class:`HostError` when no
         event arrives within ``event_timeout`` seconds (a pool may also raise
@@ -149,14 +152,14 @@ class Host:
         **options: Any,
     ) -> None:
         if backend is not None and (config is not None or options):
-            raise TypeError("Host(backend=…) takes no configuration: the backend has its own")
+            raise TypeError("turnkeep.Host(backend=…) takes no configuration: the backend has its own")
         self.backend: HostBackend = backend or AgentHost(_settings(config), **options)
 
     @property
     def agent_host(self) -> AgentHost:
         """The :class:`AgentHost` behind this façade; :class:`HostError` when the backend is not one."""
         if not isinstance(self.backend, AgentHost):
-            raise HostError(f"this host runs on {type(self.backend).__name__}, not on an AgentHost")
+            raise HostError(f"this host runs on {type(self.backend).__name__}, not on a turnkeep.AgentHost")
         return self.backend
 
     def open(self, workspace: str | Path, *, session_id: str | None = None) -> Session:
@@ -171,6 +174,16 @@ class Host:
     def sessions(self) -> list[SessionRecord]:
         """Every stored session."""
         return self.backend.list_sessions()
+
+    def session(self, session_id: str) -> SessionRecord:
+        """The stored record of the session ``session_id``, running or not. Raises
+        :class:`SessionNotFound` when the store has no such session."""
+        if isinstance(self.backend, AgentHost):
+            return self.backend.session(session_id)
+        found = next((record for record in self.backend.list_sessions() if record.id == session_id), None)
+        if found is None:
+            raise SessionNotFound(f"there is no session {session_id!r}")
+        return found
 
     def close(self) -> None:
         """Shut the host down cooperatively (running turns end as ``aborted``)."""
@@ -189,6 +202,9 @@ class AsyncSession:
     def __init__(self, session: Session) -> None:
         self._session = session
         self.id = session.id
+
+    def __repr__(self) -> str:
+        return f"<turnkeep.AsyncSession id={self.id!r}>"
 
     async def prompt(self, text: str, *, event_timeout: float = _EVENT_TIMEOUT) -> AsyncIterator[Any]:
         """Send ``text`` and yield this turn's events up to its end; :class:`trio.TooSlowError` when no

@@ -42,24 +42,30 @@ from ._from_settings import (
     session_options,
     tool_bridge_settings,
 )
-from ._gate import TurnGate
-from ._gate_settings import PRIORITIES, Priority
-from ._open_session import Built, OpenSession
 from ._protocol import GetHistory, Passivate, ToolServerChanged
-from ._tool_settings import tool_isolation, watch_host_secrets
-from .chat_state import write_to_store
-from .config import Settings
+from ._tool_isolation import tool_isolation, watch_host_secrets
+from .config import PRIORITIES, Priority, Settings
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
 from .messages import Subscribe, Unsubscribe
-from .session_path import SessionPath
-from .session_tree import SessionChaos, SessionParts, session_runtime, session_spec, tool_specs
-from .store import SessionNotFound, SessionRecord, open_store
+from .session import (
+    Built,
+    OpenSession,
+    SessionChaos,
+    SessionParts,
+    SessionPath,
+    TurnGate,
+    session_runtime,
+    session_spec,
+    tool_specs,
+    write_to_store,
+)
+from .store import SessionNotFound, SessionRecord, StoredMessage, TurnUsageRecord, open_store
 
 if TYPE_CHECKING:
     from .telemetry import Telemetry
 
-__all__ = ["AgentHost", "HostError", "credentials_from_settings"]
+__all__ = ["AgentHost", "HostError"]
 
 _PASSIVATE_ASK = 5.0  # seconds a session has to say whether it may be passivated
 
@@ -206,6 +212,31 @@ class AgentHost:
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""
         return self.store.list_sessions()
+
+    def session(self, session_id: str) -> SessionRecord:
+        """The stored record of the session, running or not. Raises :class:`SessionNotFound` when the
+        store has no such session."""
+        return self.store.get_session(session_id)
+
+    def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
+        """The usage of every ended turn of the session, by turn. Raises nothing for an unknown session:
+        it has no turns."""
+        return self.store.turn_usage(session_id)
+
+    def usage_by_session(self) -> dict[str, list[TurnUsageRecord]]:
+        """:meth:`turn_usage` of every stored session that has any, by session id."""
+        return self.store.usage_by_session()
+
+    def stored_messages(self, session_id: str) -> list[StoredMessage]:
+        """Every message the store holds for the session, those a compaction replaced included, with
+        their seq, turn and what replaced them; the session need not be running."""
+        return self.store.load_messages(session_id, include_replaced=True)
+
+    def last_event_seq(self, session_id: str) -> int:
+        """The seq of the session's last stored event (0 when it has none). Raises
+        :class:`SessionNotFound` when the store has no such session."""
+        known = self.store.load_events(session_id)
+        return known[-1].seq if known else 0
 
     def active(self) -> list[str]:
         """The ids of sessions whose subtree is running now (not passivated)."""

@@ -1,4 +1,8 @@
-"""The mailbox API of a session: what a host or an application sends to a session's Address."""
+"""The mailbox API of a session: what a host or an application sends to a session's Address.
+
+A session also takes :class:`tool_bridge.PermissionDecision`, the answer to a permission request, defined
+with the permissions.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,8 @@ from typing import Any
 import msgspec
 
 from sampler import ImagePart
-from tool_bridge.permissions import PermissionDecision
 
-__all__ = ["Cancel", "PermissionDecision", "Subscribe", "Unsubscribe", "UserPrompt"]
+__all__ = ["Cancel", "Subscribe", "Unsubscribe", "UserPrompt"]
 
 
 class UserPrompt(msgspec.Struct, frozen=True, tag=True):

@@ -88,7 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs in the usual order (default 3)")
     parser.add_argument("--shuffled", type=int, default=1, help="runs in a shuffled order (default 1)")
-    parser.add_argument("--busy", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)")
+    parser.add_argument(
+        "--busy", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)"
+    )
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (e.g. a path or -k)")
     options = parser.parse_args(argv)
     runs = [_Run(f"run-{n}", hash_seed=str(n)) for n in range(1, options.runs + 1)]
@@ -99,12 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="turnkeep-loaded-") as workdir, _cores_kept_busy(options.busy):
         for run in runs:
-            print(f"== {run.label}: PYTHONHASHSEED={run.hash_seed}, order seed {run.shuffle_seed}", flush=True)
+            print(
+                f"== {run.label}: PYTHONHASHSEED={run.hash_seed}, order seed {run.shuffle_seed}", flush=True
+            )
             outcomes.append(_run_suite(run, options.pytest_args, Path(workdir)))
     print("\n== under load, with", options.busy, "busy processes:")
     failing: dict[str, list[str]] = {}
     for outcome in outcomes:
-        print(f"{outcome.run.label}: exit {outcome.exit_status}, {outcome.seconds:.0f} s, {len(outcome.failed)} failed")
+        seconds, failed = round(outcome.seconds), len(outcome.failed)
+        print(f"{outcome.run.label}: exit {outcome.exit_status}, {seconds} s, {failed} failed")
         for test in outcome.failed:
             failing.setdefault(test, []).append(outcome.run.label)
     for test, labels in sorted(failing.items()):

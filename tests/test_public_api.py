@@ -3,10 +3,13 @@ error hierarchy."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
+import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +50,15 @@ def test_no_name_is_exported_twice_and_no_object_under_two_names() -> None:
             seen[id(value)] = name
 
 
+def test_each_public_class_and_function_is_listed_where_it_is_defined() -> None:
+    for face in FACES:
+        for name in face.__all__:
+            value = getattr(face, name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                home = sys.modules[value.__module__]
+                assert name in getattr(home, "__all__", ()), f"{name} is not in {value.__module__}.__all__"
+
+
 def exceptions_of(module: types.ModuleType) -> Iterator[type[BaseException]]:
     for name in getattr(module, "__all__", ()):
         value = getattr(module, name)
@@ -71,3 +83,47 @@ def test_the_readme_way_in_works() -> None:
     from turnkeep import AgentHost, Host, TurnCompleted
 
     assert (Host, AgentHost, TurnCompleted) == (shell.Host, shell.AgentHost, shell.TurnCompleted)
+
+
+class _Idle(turnkeep.Actor):
+    pass
+
+
+class _Mailbox:
+    def ask(self, message: object, timeout: float | None = None) -> None:
+        return None
+
+    def tell(self, message: object) -> None:
+        pass
+
+
+def written_reprs() -> set[type]:
+    """The classes of the face with a repr of their own, written by hand (a dataclass's names only its
+    class and fields)."""
+    return {
+        value
+        for value in (getattr(turnkeep, name) for name in turnkeep.__all__)
+        if inspect.isclass(value) and "__repr__" in vars(value) and not dataclasses.is_dataclass(value)
+    }
+
+
+def test_a_public_class_with_a_repr_of_its_own_names_itself_as_turnkeep_names_it(tmp_path: Path) -> None:
+    session = turnkeep.Session(None, "s-1", _Mailbox())  # type: ignore[arg-type]
+    store = turnkeep.open_store(tmp_path / "sessions.db")
+    with turnkeep.ActorSystem() as system:
+        samples = {
+            turnkeep.Session: session,
+            turnkeep.AsyncSession: turnkeep.AsyncSession(session),
+            turnkeep.NoCredentials: turnkeep.NoCredentials(),
+            turnkeep.StaticKey: turnkeep.StaticKey(env_var="KEY", environ={"KEY": "sk-0000-0000"}),
+            turnkeep.OAuthCredential: turnkeep.OAuthCredential("https://auth.example/token", "refresh"),
+            turnkeep.SessionStore: store,
+            turnkeep.ActorSystem: system,
+            turnkeep.Address: system.spawn(turnkeep.ChildSpec("idle", _Idle)),
+        }
+        try:
+            assert set(samples) == written_reprs(), "a class of the face has a repr this test does not check"
+            for cls, sample in samples.items():
+                assert re.match(rf"<?turnkeep\.{cls.__name__}\b", repr(sample)), repr(sample)
+        finally:
+            store.close()

@@ -16,7 +16,7 @@ from sampler.fake import (
     ToolStep,
 )
 from shell._chaos import ChaosReport, chaos_run, print_report, replay_command
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 
 __all__ = [
     "PROFILES",

@@ -13,7 +13,7 @@ from ._base import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
+    StreamText,
     ToolCallDelta,
     UsageUpdate,
 )
@@ -37,7 +37,7 @@ __all__ = [
     "StreamDone",
     "StreamError",
     "StreamEvent",
-    "TextDelta",
+    "StreamText",
     "ToolCallDelta",
     "UsageUpdate",
     "decode_whole",

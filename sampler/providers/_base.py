@@ -18,7 +18,7 @@ __all__ = [
     "StreamDone",
     "StreamError",
     "StreamEvent",
-    "TextDelta",
+    "StreamText",
     "ToolCallDelta",
     "UsageUpdate",
 ]
@@ -26,7 +26,7 @@ __all__ = [
 _DATA_SHOWN = 200
 
 
-class TextDelta(msgspec.Struct, frozen=True, tag=True):
+class StreamText(msgspec.Struct, frozen=True, tag=True):
     """More assistant text, in stream order."""
 
     text: str
@@ -61,7 +61,7 @@ class StreamDone(msgspec.Struct, frozen=True, tag=True):
     """The provider ended the stream properly ([DONE], message_stop). Nothing follows it."""
 
 
-StreamEvent: TypeAlias = TextDelta | ToolCallDelta | UsageUpdate | StreamError | StreamDone
+StreamEvent: TypeAlias = StreamText | ToolCallDelta | UsageUpdate | StreamError | StreamDone
 """What :meth:`StreamDecoder.feed` emits."""
 
 

@@ -26,7 +26,7 @@ from ._base import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
+    StreamText,
     ToolCallDelta,
     UsageUpdate,
 )
@@ -258,7 +258,7 @@ class AnthropicDecoder:
         if delta.type == "text_delta":
             if delta.text:
                 self._state.text.append(delta.text)
-                return [TextDelta(delta.text)]
+                return [StreamText(delta.text)]
         elif delta.type == "input_json_delta":
             call = self._call_of_block.get(chunk.index)
             if call is not None and delta.partial_json:
@@ -276,7 +276,7 @@ class AnthropicDecoder:
         if block.type == "text":
             if block.text:
                 self._state.text.append(block.text)
-                return [TextDelta(block.text)]
+                return [StreamText(block.text)]
         elif block.type == "tool_use":
             call = self._call_of_block[chunk.index] = len(self._call_of_block)
             builder = self._state.call(call, block.id, block.name)

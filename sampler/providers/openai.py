@@ -25,7 +25,7 @@ from ._base import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
+    StreamText,
     ToolCallDelta,
     UsageUpdate,
 )
@@ -235,7 +235,7 @@ class OpenAIDecoder:
             for text in (delta.content, delta.refusal):
                 if text:
                     state.text.append(text)
-                    out.append(TextDelta(text))
+                    out.append(StreamText(text))
             if delta.tool_calls:
                 for call in delta.tool_calls:
                     index = call.index if call.index is not None else self._implicit_index(call.id)

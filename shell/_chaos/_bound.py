@@ -9,6 +9,8 @@ from ..config import Settings
 from ..credentials import REFRESH_TIMEOUT
 from ..session import SessionOptions
 
+__all__ = ["TurnBound", "turn_bound"]
+
 
 @dataclass(frozen=True, slots=True)
 class TurnBound:

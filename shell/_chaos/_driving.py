@@ -34,7 +34,7 @@ class _TurnLog:
     detail: str = ""
     began: float | None = None
     elapsed: float = 0.0
-    events: collections.Counter[str] = field(default_factory=collections.Counter)
+    events: collections.Counter[type] = field(default_factory=collections.Counter)
     tool_status: collections.Counter[str] = field(default_factory=collections.Counter)
     compactions_ok: int = 0
     cancel: str = ""
@@ -142,9 +142,8 @@ def _run_turn(address: Address, events: queue.Queue[Any], entry: _TurnLog, limit
         if getattr(event, "turn", None) != entry.number:
             continue
         seen += 1
-        name = type(event).__name__
-        entry.events[name] += 1
-        entry.last_event = name
+        entry.events[type(event)] += 1
+        entry.last_event = type(event).__name__
         if isinstance(event, ev.TurnStarted):
             entry.began = time.monotonic()
             deadline = entry.began + limits.bound.seconds

@@ -13,6 +13,8 @@ from sampler import AssistantMessage, TextPart, ToolMessage, UserMessage
 from .. import events as ev
 from ..store import SessionStore
 
+__all__ = ["event_log_violations", "history_violations"]
+
 
 def history_violations(
     store: SessionStore,

@@ -16,12 +16,14 @@ from sampler.fake import (
 )
 
 from .. import events as ev
-from ..session_path import MEMBERS
+from ..session import MEMBERS
 from ..store import SessionStore, StoreError
 from ._bound import TurnBound
 from ._driving import _SessionLog
 from ._invariants import event_log_violations, history_violations
 from ._tallies import _explain, _Tally
+
+__all__ = ["ChaosReport", "DeadLetterCount", "print_report", "replay_command"]
 
 
 class DeadLetterCount(msgspec.Struct, frozen=True):
@@ -139,10 +141,10 @@ def _turn_violations(
                     f"{where}: took {turn.elapsed:.1f} s, beyond the bound of {bound.seconds:.0f} s"
                 )
             if turn.outcome in ("completed", "failed", "cancelled"):
-                ends = sum(turn.events[cls.__name__] for cls in ev.TERMINAL_EVENTS)
-                if turn.events["TurnStarted"] != 1 or ends != 1:
+                ends = sum(turn.events[cls] for cls in ev.TERMINAL_EVENTS)
+                if turn.events[ev.TurnStarted] != 1 or ends != 1:
                     problems.append(
-                        f"{where}: published {turn.events['TurnStarted']} starts and {ends} ends, "
+                        f"{where}: published {turn.events[ev.TurnStarted]} starts and {ends} ends, "
                         "not one each"
                     )
     return problems
@@ -182,7 +184,7 @@ def _build_report(
     mcp_kills: int = 0,
 ) -> ChaosReport:
     turns = [t for log in logs for t in log.turns]
-    events: collections.Counter[str] = collections.Counter()
+    events: collections.Counter[type] = collections.Counter()
     tools: collections.Counter[str] = collections.Counter()
     cancels: collections.Counter[str] = collections.Counter()
     for turn in turns:
@@ -220,11 +222,11 @@ def _build_report(
         rejections=dict(sorted(stats.rejections.items())),
         provider_requests=stats.requests,
         token_refreshes=stats.token_refreshes,
-        retries_absorbed=events["Retrying"],
-        auth_refreshes=events["AuthRefreshed"],
+        retries_absorbed=events[ev.Retrying],
+        auth_refreshes=events[ev.AuthRefreshed],
         compactions=compactions,
-        compactions_failed=events["CompactionFinished"] - compactions,
-        projection_fallbacks=events["ProjectionFallback"],
+        compactions_failed=events[ev.CompactionFinished] - compactions,
+        projection_fallbacks=events[ev.ProjectionFallback],
         tool_calls=dict(sorted(tools.items())),
         cancels=dict(sorted(cancels.items())),
         prompts_refused=sum(len(t.refusals) for t in turns),

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from ._workload import _MARK, _THREAD_GRACE
 
+__all__ = ["Resources", "leaks"]
+
 
 @dataclass(frozen=True, slots=True)
 class Resources:

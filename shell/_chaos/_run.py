@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -32,9 +33,8 @@ from tool_bridge.mcp import MCP_CHILD
 from ..config import Settings
 from ..credentials import OAuthCredential
 from ..host import AgentHost
-from ..session_path import MEMBERS, SessionPath
-from ..session_tree import SessionChaos
-from ._bound import turn_bound
+from ..session import MEMBERS, SessionChaos, SessionPath
+from ._bound import TurnBound, turn_bound
 from ._driving import _drive, _Limits, _SessionLog
 from ._mcp import MCP_NAME, MCP_SCRIPT, McpKiller, mcp_settings
 from ._report import ChaosReport, _build_report, _store_violations, _turn_violations, print_report
@@ -53,6 +53,8 @@ from ._workload import (
     _registry,
     _settings,
 )
+
+__all__ = ["chaos_run", "run"]
 
 
 def run(
@@ -104,12 +106,7 @@ def chaos_run(
     With ``mcp_crash_rate`` > 0 every session also has a stdio MCP server (half of the turns call it) whose
     actor crashes with that probability per message and whose process is SIGKILLed with it every quarter
     second."""
-    if sessions < 1 or turns < 1:
-        raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
-    if not all(0.0 <= rate <= 1.0 for rate in (actor_crash_rate, cancel_rate, mcp_crash_rate)):
-        raise ValueError("actor_crash_rate, cancel_rate and mcp_crash_rate must be within [0, 1]")
-    if rate_limit is not None and not rate_limit > 0:
-        raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
+    _check_options(sessions, turns, actor_crash_rate, cancel_rate, mcp_crash_rate, rate_limit)
     faults = FaultPlan.profile(profile, seed=seed, stall_hangs=True)
     options = {
         "seed": seed,
@@ -129,20 +126,9 @@ def chaos_run(
     started = time.monotonic()
     tally = _Tally()
     logs = [_SessionLog(plan) for plan in plans]
-    violations: list[str] = []
     with tempfile.TemporaryDirectory(prefix="turnkeep-chaos-") as tmp:
         root = Path(tmp)
-        provider = FakeProvider(
-            _SCRIPTS["answer"],
-            scripts={**_SCRIPTS, "mcp": MCP_SCRIPT},
-            faults=faults,
-            context_window=_PROVIDER_WINDOW,
-            max_body_bytes=_MAX_BODY_BYTES,
-            token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN * slots),
-            rate_limit=None
-            if rate_limit is None
-            else RateLimit(requests_per_minute=rate_limit * 60, burst_seconds=1.0),
-        )
+        provider = _provider(faults, slots, rate_limit)
         provider.start()
         try:
             settings = _settings(provider.base_url, root / "sessions.db", slots)
@@ -158,45 +144,16 @@ def chaos_run(
                 # Every turn running may have a request ahead of this one at the gate.
                 gate_wait=0.0 if rate_limit is None else slots / rate_limit,
             )
-            policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
-            mcp_policy = ChaosPolicy(seed=seed, crash_probability=mcp_crash_rate)
-            chaos = SessionChaos(
-                session=policy,
-                chat_state=policy,
-                sampler=policy,
-                tools=policy,
-                provider_gate=policy,
-                mcp=mcp_policy,
-            )
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
-            host: AgentHost | None = None
-            mcp_kills = 0
-            try:
-                system.dead_letters.subscribe(tally.dead_letter)
-                watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(tally)))
-                host = AgentHost(
-                    settings,
-                    credentials=credential,
-                    registry=lambda: _registry(mark),
-                    chaos=chaos,
-                    system=system,
-                )
-                if host.provider_gate is not None:
-                    system.watch(host.provider_gate, watcher)
-                limits = _Limits(
-                    bound,
-                    start_wait=math.ceil(workers / settings.host.max_concurrent_turns) * bound.seconds,
-                    ask_timeout=settings.timeouts.ask,
-                    gate=_describe_gate(host),
-                    describe=host.describe,
-                )
-                with McpKiller(host.mcp_servers, mcp_crash_rate, seed) as killer:
-                    violations += _drive_all(host, root, logs, limits, workers, system, watcher)
-                mcp_kills = killer.kills
-            finally:
-                violations += _shut_down(host, system)
+            violations, mcp_kills = _run_host(
+                settings,
+                system,
+                credential,
+                _session_chaos(seed, actor_crash_rate, mcp_crash_rate),
+                _HostRun(root, logs, workers, bound, tally, mark, mcp_crash_rate, seed),
+            )
             runtime = system.metrics()
         finally:
             provider.stop()
@@ -220,6 +177,109 @@ def chaos_run(
         runtime=runtime,
         violations=violations,
     )
+
+
+def _check_options(
+    sessions: int,
+    turns: int,
+    actor_crash_rate: float,
+    cancel_rate: float,
+    mcp_crash_rate: float,
+    rate_limit: float | None,
+) -> None:
+    """Raise ValueError for a number out of its range."""
+    if sessions < 1 or turns < 1:
+        raise ValueError(f"sessions and turns must be at least 1, got {sessions} and {turns}")
+    if not all(0.0 <= rate <= 1.0 for rate in (actor_crash_rate, cancel_rate, mcp_crash_rate)):
+        raise ValueError("actor_crash_rate, cancel_rate and mcp_crash_rate must be within [0, 1]")
+    if rate_limit is not None and not rate_limit > 0:
+        raise ValueError(f"rate_limit must be > 0 requests per second, got {rate_limit}")
+
+
+def _provider(faults: FaultPlan, slots: int, rate_limit: float | None) -> FakeProvider:
+    """The embedded provider the workload talks to, not started: the chaos scripts, ``faults``, an access
+    token that expires every so many requests, and ``rate_limit`` requests per second (None: no limit)."""
+    return FakeProvider(
+        _SCRIPTS["answer"],
+        scripts={**_SCRIPTS, "mcp": MCP_SCRIPT},
+        faults=faults,
+        context_window=_PROVIDER_WINDOW,
+        max_body_bytes=_MAX_BODY_BYTES,
+        token_expiry=TokenExpiry(requests_per_token=_REQUESTS_PER_TOKEN * slots),
+        rate_limit=None
+        if rate_limit is None
+        else RateLimit(requests_per_minute=rate_limit * 60, burst_seconds=1.0),
+    )
+
+
+def _session_chaos(seed: int, actor_crash_rate: float, mcp_crash_rate: float) -> SessionChaos:
+    """The crash policies of every session's actors: ``actor_crash_rate`` for its members and the gate,
+    ``mcp_crash_rate`` for its MCP servers' actors."""
+    policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
+    mcp_policy = ChaosPolicy(seed=seed, crash_probability=mcp_crash_rate)
+    return SessionChaos(
+        session=policy,
+        chat_state=policy,
+        sampler=policy,
+        tools=policy,
+        provider_gate=policy,
+        mcp=mcp_policy,
+    )
+
+
+@dataclass(frozen=True)
+class _HostRun:
+    """What driving the host needs besides the host: the sessions' logs, where they live, how many drive at
+    once, the bound on a turn, the tallies, and the MCP servers' crash rate."""
+
+    root: Path
+    logs: Sequence[_SessionLog]
+    workers: int
+    bound: TurnBound
+    tally: _Tally
+    mark: str
+    mcp_crash_rate: float
+    seed: int
+
+
+def _run_host(
+    settings: Settings,
+    system: ActorSystem,
+    credential: OAuthCredential,
+    chaos: SessionChaos,
+    run: _HostRun,
+) -> tuple[list[str], int]:
+    """Build the host under ``chaos`` on ``system``, drive every session's turns through it, then shut it
+    down, whatever happened; return the violations seen on the way and how many MCP server processes were
+    killed."""
+    violations: list[str] = []
+    host: AgentHost | None = None
+    mcp_kills = 0
+    try:
+        system.dead_letters.subscribe(run.tally.dead_letter)
+        watcher = system.spawn(ChildSpec("chaos-watcher", lambda: _Watcher(run.tally)))
+        host = AgentHost(
+            settings,
+            credentials=credential,
+            registry=lambda: _registry(run.mark),
+            chaos=chaos,
+            system=system,
+        )
+        if host.provider_gate is not None:
+            system.watch(host.provider_gate, watcher)
+        limits = _Limits(
+            run.bound,
+            start_wait=math.ceil(run.workers / settings.host.max_concurrent_turns) * run.bound.seconds,
+            ask_timeout=settings.timeouts.ask,
+            gate=_describe_gate(host),
+            describe=host.describe,
+        )
+        with McpKiller(host.mcp_servers, run.mcp_crash_rate, run.seed) as killer:
+            violations += _drive_all(host, run.root, run.logs, limits, run.workers, system, watcher)
+        mcp_kills = killer.kills
+    finally:
+        violations += _shut_down(host, system)
+    return violations, mcp_kills
 
 
 def _with_mcp(settings: Settings, mark: str) -> Settings:

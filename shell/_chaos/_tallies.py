@@ -18,7 +18,7 @@ from actors import (
     handles,
 )
 
-from ..session_path import SessionPath
+from ..session import SessionPath
 
 
 @dataclass(eq=False)

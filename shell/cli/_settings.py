@@ -18,10 +18,10 @@ import msgspec
 from tool_bridge import DEFAULT_RULES, PermissionPolicy, PermissionRule
 from tool_bridge.permissions import Action, Decision
 
-from ..config import ConfigError, Settings, load_settings
+from ..config import ConfigError, Settings, environ_below_file, load_settings
 from ..facade import Host, Session
 from ..host import HostError
-from ..store import SessionNotFound, StoreError
+from ..store import StoreError
 
 __all__ = [
     "CliUsageError",
@@ -32,8 +32,6 @@ __all__ = [
     "policy_factory",
     "settings_from",
 ]
-
-_PREFIX = "TURNKEEP_"
 
 
 class CliUsageError(Exception):
@@ -73,7 +71,7 @@ def settings_from(options: argparse.Namespace, environ: Mapping[str, str] | None
     """
     env = os.environ if environ is None else environ
     config = getattr(options, "config", None)
-    settings = load_settings(config, _below_file(config, env))
+    settings = load_settings(config, environ_below_file(config, env))
     sections: dict[str, Any] = {}
 
     def change(section: str, flag: str, **values: Any) -> None:
@@ -142,14 +140,8 @@ def open_session(host: Host, options: argparse.Namespace) -> Session:
     """The stored session ``--session`` names, or a new one in ``--workspace`` (default: the current
     directory). Raises :class:`CliUsageError` for an unknown or closed session or a workspace that is
     not a directory."""
-    store = host.agent_host.store
     if options.session:
-        try:
-            record = store.get_session(options.session)
-        except SessionNotFound:
-            raise CliUsageError(f"there is no session {options.session!r} in {store.path}") from None
-        if record.status == "closed":
-            raise CliUsageError(f"session {options.session!r} is closed")
+        # The host refuses a session the store does not have, or one that was closed.
         try:
             return host.resume(options.session)
         except HostError as error:
@@ -168,29 +160,6 @@ class _UnaskedPolicy(PermissionPolicy):
         if decision.action != "ask":
             return decision
         return Decision("deny", f"`{tool}` needs permission, which cannot be asked here; use --allow {tool}")
-
-
-def _below_file(config: str | None, env: Mapping[str, str]) -> Mapping[str, str]:
-    """``env`` without the variables for the settings the ``--config`` file sets."""
-    if config is None:
-        return env
-    try:
-        raw = msgspec.toml.decode(Path(config).expanduser().read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return env  # load_settings reports the problem
-    keys = {
-        f"{section}__{key}".lower()
-        for section, table in raw.items()
-        if isinstance(table, dict)
-        for key in table
-    }
-    if "retry__max_attempts" in keys:
-        keys.add("max_attempts_per_step")
-    return {
-        name: value
-        for name, value in env.items()
-        if not (name.startswith(_PREFIX) and name[len(_PREFIX) :].lower() in keys)
-    }
 
 
 def _check_key(settings: Settings, env: Mapping[str, str]) -> None:

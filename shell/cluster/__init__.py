@@ -11,7 +11,7 @@ Importing this package does not need Ray (only :mod:`shell.cluster._ray` imports
 (``pip install 'turnkeep[ray]'``).
 """
 
-from .._cluster_settings import ClusterSettings, load_cluster_settings
+from ..config import ClusterSettings, load_cluster_settings
 from ._errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable
 from ._hosts import PoolHost, cluster_settings, connect, open_pool_host
 from ._pool import HostPool, PoolAddress, ReplicaStatus

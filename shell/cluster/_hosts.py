@@ -9,8 +9,7 @@ from typing import Any
 
 import msgspec
 
-from .._cluster_settings import ClusterSettings, load_cluster_settings
-from ..config import Settings, load_settings
+from ..config import ClusterSettings, Settings, load_cluster_settings, load_settings
 from ..facade import AsyncHost, Host
 from ._errors import PoolError
 from ._pool import HostPool

@@ -26,11 +26,10 @@ from sampler import Message
 from tool_bridge.permissions import PermissionDecision
 
 from .. import events as ev
-from .._cluster_settings import ClusterSettings
-from .._subscribers import publish
-from ..config import Settings
+from ..config import ClusterSettings, Settings
 from ..host import HostError
 from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+from ..session import publish
 from ..store import SessionClosed, SessionExists, SessionNotFound, SessionRecord, StoreBusy, StoreError
 from . import _wire as wire
 from ._errors import ClusterUnavailable, PoolError, ReplicaError, ReplicaUnavailable

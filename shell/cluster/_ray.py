@@ -12,7 +12,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
 
-from .._cluster_settings import ClusterSettings
+from ..config import ClusterSettings
 from . import _wire as wire
 from ._handle import ReplicaGone, ReplicaUnreachable
 from ._replica import ReplicaCore

@@ -16,44 +16,50 @@ empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_AT
 error.
 """
 
+from ._cluster import ClusterSettings
 from ._errors import ConfigError
-from ._loading import load_settings
+from ._gate import PRIORITIES, Priority, ProviderLimits
+from ._loading import SERVE_TOKEN_ENV, environ_below_file, load_cluster_settings, load_settings
 from ._sections import (
-    ClusterSettings,
     CompactionSettings,
     DoomLoopRecoverySettings,
     HostSettings,
     LoopControlSettings,
-    ProviderLimits,
     ProviderSettings,
     RetrySettings,
     ServeSettings,
     Settings,
     StoreSettings,
     TimeoutSettings,
-    ToolEnvSettings,
-    ToolSandboxSettings,
     ToolSettings,
     WindowSettings,
 )
+from ._telemetry import TelemetrySettings
+from ._tools import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
+    "PRIORITIES",
+    "SERVE_TOKEN_ENV",
     "ClusterSettings",
     "CompactionSettings",
     "ConfigError",
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
+    "Priority",
     "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "ServeSettings",
     "Settings",
     "StoreSettings",
+    "TelemetrySettings",
     "TimeoutSettings",
     "ToolEnvSettings",
     "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
+    "environ_below_file",
+    "load_cluster_settings",
     "load_settings",
 ]

@@ -11,15 +11,18 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import msgspec
 
+from ._cluster import ClusterSettings
 from ._errors import ConfigError
 from ._sections import SECTIONS, Settings
 
-__all__ = ["load_settings"]
+__all__ = ["SERVE_TOKEN_ENV", "environ_below_file", "load_cluster_settings", "load_settings"]
 
 _PREFIX = "TURNKEEP_"
 _CONFIG_ENV = "TURNKEEP_CONFIG"
 _MAX_ATTEMPTS_ENV = "TURNKEEP_MAX_ATTEMPTS_PER_STEP"
-_SERVE_TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"  # a secret, read by ``turnkeep serve`` only: not a setting
+SERVE_TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"
+"""The variable holding the token that clients of ``turnkeep serve`` present: a secret like the API key,
+read by ``serve`` only, not a setting."""
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -61,6 +64,48 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
             origin,
         )
         raise ConfigError(f"invalid setting {dotted}: {problem}{source}", key=dotted) from None
+
+
+def environ_below_file(path: str | Path | None, environ: Mapping[str, str]) -> Mapping[str, str]:
+    """``environ`` without the ``TURNKEEP_*`` variables of the settings the TOML file ``path`` sets, for a
+    caller whose file must win over the environment (the command line's ``--config``). Without a file, or
+    with one that cannot be read, ``environ`` is returned as it is: :func:`load_settings` reports the
+    problem."""
+    if path is None:
+        return environ
+    try:
+        raw = _read_file(Path(path).expanduser())
+    except ConfigError:
+        return environ
+    keys = {
+        f"{section}__{key}".lower()
+        for section, table in raw.items()
+        if isinstance(table, dict)
+        for key in table
+    }
+    if "retry__max_attempts" in keys:
+        keys.add(_MAX_ATTEMPTS_ENV[len(_PREFIX) :].lower())
+    return {
+        name: value
+        for name, value in environ.items()
+        if not (name.startswith(_PREFIX) and name[len(_PREFIX) :].lower() in keys)
+    }
+
+
+class _ClusterFile(msgspec.Struct):
+    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
+
+
+def load_cluster_settings(path: str | Path) -> ClusterSettings:
+    """The ``[cluster]`` table of the TOML file ``path`` (defaults when it has none; other tables are
+    ignored). Raises :class:`ConfigError` (a :class:`ValueError`) if the file is missing or unreadable,
+    its TOML is malformed, or a value of the table is invalid (the message names the dotted key)."""
+    raw = _read_file(Path(path).expanduser())
+    try:
+        return msgspec.convert(raw, _ClusterFile).cluster
+    except msgspec.ValidationError as error:
+        dotted, problem = _explain(str(error))
+        raise ConfigError(f"invalid setting {dotted}: {problem} (in {path})", key=dotted) from None
 
 
 def _covers(key: str, dotted: str) -> bool:
@@ -123,7 +168,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[tuple[str, str], tuple[str, A
     """{(section, key): (variable, parsed value)} for every ``TURNKEEP_`` variable of ``env``."""
     overrides: dict[tuple[str, str], tuple[str, Any]] = {}
     for variable in sorted(env):
-        if not variable.startswith(_PREFIX) or variable in (_CONFIG_ENV, _SERVE_TOKEN_ENV):
+        if not variable.startswith(_PREFIX) or variable in (_CONFIG_ENV, SERVE_TOKEN_ENV):
             continue
         raw = env[variable]
         if variable == _MAX_ATTEMPTS_ENV:

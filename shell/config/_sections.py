@@ -6,7 +6,6 @@ same way (a ``ValueError`` naming its dotted key).
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from typing import Any, ClassVar, Literal
@@ -16,28 +15,25 @@ import msgspec
 from sampler.retry import RetryPolicy
 from tool_bridge.mcp.settings import McpServerSettings
 
-from .._cluster_settings import ClusterSettings
-from .._gate_settings import ProviderLimits
-from .._telemetry_settings import TelemetrySettings
-from .._tool_settings import ToolEnvSettings, ToolSandboxSettings
 from ..usage import Price
+from ._checks import is_int, is_number
+from ._cluster import ClusterSettings
+from ._gate import ProviderLimits
+from ._telemetry import TelemetrySettings
+from ._tools import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
     "SECTIONS",
-    "ClusterSettings",
     "CompactionSettings",
     "DoomLoopRecoverySettings",
     "HostSettings",
     "LoopControlSettings",
-    "ProviderLimits",
     "ProviderSettings",
     "RetrySettings",
     "ServeSettings",
     "Settings",
     "StoreSettings",
     "TimeoutSettings",
-    "ToolEnvSettings",
-    "ToolSandboxSettings",
     "ToolSettings",
     "WindowSettings",
 ]
@@ -45,16 +41,6 @@ __all__ = [
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STORE_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _STORE_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
-
-# --- Validation helpers: each raises ValueError("<section>.<key>: <problem>") -----------------------------
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Section(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -67,14 +53,14 @@ class _Section(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def _int(self, key: str, minimum: int) -> None:
         value = getattr(self, key)
-        if not _is_int(value) or value < minimum:
+        if not is_int(value) or value < minimum:
             raise self._fail(key, f"must be a whole number >= {minimum}, got {value!r}")
 
     def _number(
         self, key: str, minimum: float, *, inclusive: bool = True, maximum: float | None = None
     ) -> None:
         value = getattr(self, key)
-        low_ok = _is_number(value) and (value >= minimum if inclusive else value > minimum)
+        low_ok = is_number(value) and (value >= minimum if inclusive else value > minimum)
         if not low_ok or (maximum is not None and value > maximum):
             low = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
             high = "" if maximum is None else f" and <= {maximum:g}"
@@ -115,7 +101,7 @@ class RetrySettings(_Section, frozen=True):
             self._number(key, 0)
         self._number("factor", 1)
         self._number("jitter", 0, maximum=1)
-        if not all(_is_int(status) and 100 <= status <= 599 for status in self.retryable_statuses):
+        if not all(is_int(status) and 100 <= status <= 599 for status in self.retryable_statuses):
             raise self._fail("retryable_statuses", f"must be HTTP statuses, got {self.retryable_statuses!r}")
 
 
@@ -225,7 +211,7 @@ class DoomLoopRecoverySettings(_Section, frozen=True):
         for key in ("identical_calls", "max_cycle_length", "repeated_errors"):
             self._int(key, 0)
         self._names("exempt_tools")
-        if not _is_int(self.hard_limit) or self.hard_limit < 1:
+        if not is_int(self.hard_limit) or self.hard_limit < 1:
             raise self._fail(
                 "hard_limit", f"must be a whole number >= 1 (it cannot be disabled), got {self.hard_limit!r}"
             )

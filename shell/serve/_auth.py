@@ -7,9 +7,11 @@ import ipaddress
 import secrets
 from collections.abc import Mapping
 
+from ..config import SERVE_TOKEN_ENV
+
 __all__ = ["TOKEN_ENV", "ServeRefused", "authorized", "check_bind", "is_loopback", "resolve_token"]
 
-TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"
+TOKEN_ENV = SERVE_TOKEN_ENV
 """The environment variable that holds the API's bearer token."""
 
 _SCHEME = "bearer "

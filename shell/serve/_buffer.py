@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["Delta", "Entry", "Gap", "Notice", "Stored", "StreamBuffer"]
+__all__ = ["BufferedText", "Entry", "Gap", "Notice", "Stored", "StreamBuffer"]
 
 
 @dataclass(slots=True)
@@ -25,7 +25,7 @@ class Stored:
 
 
 @dataclass(slots=True)
-class Delta:
+class BufferedText:
     """Streamed text of one session's turn (not stored)."""
 
     session: str
@@ -48,7 +48,7 @@ class Gap:
     dropped_bytes: int = 0
 
 
-Entry: TypeAlias = Stored | Delta | Notice | Gap
+Entry: TypeAlias = Stored | BufferedText | Notice | Gap
 
 
 class StreamBuffer:
@@ -111,10 +111,10 @@ class StreamBuffer:
             else:
                 self._text_bytes += size
                 last = self._entries[-1] if self._entries else None
-                if isinstance(last, Delta) and last.session == session and last.turn == turn:
+                if isinstance(last, BufferedText) and last.session == session and last.turn == turn:
                     last.text += text
                 else:
-                    self._entries.append(Delta(session, turn, text))
+                    self._entries.append(BufferedText(session, turn, text))
         self._notify()
 
     def take(self) -> list[Entry]:

@@ -14,7 +14,7 @@ import trio
 
 from ..store import SessionNotFound, SessionStore, StoredEvent
 from ._api import ApiError
-from ._buffer import Delta, Gap, Notice, Stored
+from ._buffer import BufferedText, Gap, Notice, Stored
 from ._frames import live_frame, stored_frame
 from ._sse import comment
 from ._wakeup import Inbox
@@ -112,7 +112,7 @@ async def firehose(store: SessionStore, start: _Key, inbox: Inbox) -> AsyncItera
             idle = 0.0
             if isinstance(entry, Stored):
                 next_scan = min(next_scan, trio.current_time() + SETTLE)
-            elif isinstance(entry, Delta | Notice | Gap):
+            elif isinstance(entry, BufferedText | Notice | Gap):
                 shown = live_frame(entry, last_id)
                 if shown is not None:
                     yield shown

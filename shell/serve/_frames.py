@@ -11,7 +11,7 @@ from tool_bridge import PermissionRequested, ToolAbandoned
 
 from .. import events as ev
 from ..store import StoredEvent
-from ._buffer import Delta, Gap, Notice
+from ._buffer import BufferedText, Gap, Notice
 from ._sse import frame
 
 __all__ = ["delta_frame", "gap_frame", "notice_frame", "stored_dict", "stored_frame"]
@@ -74,10 +74,10 @@ def gap_frame(last_id: str | None, dropped_bytes: int) -> bytes:
     return frame("gap", data)
 
 
-def live_frame(entry: Delta | Notice | Gap, last_id: str | None) -> bytes | None:
+def live_frame(entry: BufferedText | Notice | Gap, last_id: str | None) -> bytes | None:
     """The frame of a live entry of a reader's buffer (``last_id``: the last stored event the reader got),
     or None for a notice that is not shown."""
-    if isinstance(entry, Delta):
+    if isinstance(entry, BufferedText):
         return delta_frame(entry.session, entry.turn, entry.text)
     if isinstance(entry, Notice):
         return notice_frame(entry.session, entry.event)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
@@ -10,9 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tool_bridge import PermissionDecision
+
 from ..host import HostError
-from ..messages import Cancel, PermissionDecision, UserPrompt
-from ..session_path import SessionPath
+from ..messages import Cancel, UserPrompt
+from ..session import SessionPath
 from ..store import SessionExists, SessionNotFound, SessionRecord, TurnUsageRecord
 from ..usage import TokenUsage
 from . import _api as api
@@ -34,7 +38,7 @@ async def _blocking(fn: Callable[[], T]) -> T:
 
 def _record(ctx: ServeContext, session_id: str) -> SessionRecord:
     try:
-        return ctx.host.store.get_session(session_id)
+        return ctx.host.session(session_id)
     except SessionNotFound:
         raise api.ApiError(404, "not_found", f"there is no session {session_id!r}") from None
 
@@ -67,7 +71,7 @@ def _view(
     usage: list[TurnUsageRecord] | None = None,
 ) -> api.SessionView:
     if usage is None:
-        usage = ctx.host.store.turn_usage(record.id)
+        usage = ctx.host.turn_usage(record.id)
     return api.SessionView(
         id=record.id,
         workspace=record.workspace,
@@ -94,149 +98,168 @@ def _address(ctx: ServeContext, session_id: str) -> Any:
 
 def api_routes(ctx: ServeContext) -> list[Route]:
     """Every ``/v1`` route, bound to ``ctx``."""
-    limit = ctx.settings.max_body_bytes
-
-    async def create(request: Request) -> Response:
-        body = await read_body(request, limit, api.CreateSession)
-        if body.id is not None and not api.SESSION_ID.fullmatch(body.id):
-            raise api.ApiError(400, "invalid_body", "id: 1-64 letters, digits, '_', '.', '-'")
-        try:
-            workspace = confine(ctx.workspace_root, body.workspace)
-        except WorkspaceRefused as error:
-            raise api.ApiError(403, "workspace_refused", str(error)) from None
-        except ValueError as error:
-            raise api.ApiError(400, "invalid_body", f"workspace: {error}") from None
-
-        def open_session() -> api.SessionView:
-            try:
-                address = ctx.host.open(workspace, session_id=body.id, priority=body.priority)
-            except SessionExists:
-                raise api.ApiError(409, "session_exists", f"there is a session {body.id!r}") from None
-            except HostError as error:
-                raise api.ApiError(503, "host_error", str(error)) from None
-            found = SessionPath.parse(address.name)
-            assert found is not None, address.name
-            session_id = found[0].session_id
-            ctx.taps.ensure(session_id)
-            return _view(ctx, ctx.host.store.get_session(session_id), set(ctx.host.active()))
-
-        return json_response(await _blocking(open_session), 201)
-
-    async def list_sessions(request: Request) -> Response:
-        def listing() -> api.SessionList:
-            active = set(ctx.host.active())
-            usage = ctx.host.store.usage_by_session()
-            sessions = ctx.host.list_sessions()
-            return api.SessionList([_view(ctx, r, active, usage.get(r.id, [])) for r in sessions])
-
-        return json_response(await _blocking(listing))
-
-    async def get_session(request: Request) -> Response:
-        session_id = request.path_params["id"]
-        record = await _blocking(lambda: _record(ctx, session_id))
-        return json_response(_view(ctx, record, set(ctx.host.active())))
-
-    async def close_session(request: Request) -> Response:
-        session_id = request.path_params["id"]
-
-        def close() -> api.SessionView:
-            _record(ctx, session_id)
-            ctx.host.close(session_id)
-            ctx.taps.forget(session_id)
-            return _view(ctx, _record(ctx, session_id), set(ctx.host.active()))
-
-        return json_response(await _blocking(close))
-
-    async def prompt(request: Request) -> Response:
-        session_id = request.path_params["id"]
-        body = await read_body(request, limit, api.PromptBody)
-        if not body.text.strip():
-            raise api.ApiError(400, "invalid_body", "text: a prompt must not be empty")
-
-        def start() -> int:
-            _open_record(ctx, session_id)
-            number: int = _address(ctx, session_id).ask(UserPrompt(body.text))
-            return number
-
-        return json_response(api.TurnAccepted(await _blocking(start)), 202)
-
-    async def cancel(request: Request) -> Response:
-        session_id = request.path_params["id"]
-
-        def stop() -> bool:
-            _open_record(ctx, session_id)
-            return bool(_address(ctx, session_id).ask(Cancel()))
-
-        return json_response(api.CancelAnswer(await _blocking(stop)))
-
-    async def permission(request: Request) -> Response:
-        session_id, request_id = request.path_params["id"], request.path_params["request_id"]
-        body = await read_body(request, limit, api.PermissionAnswer)
-
-        def answer() -> api.PermissionTaken:
-            _open_record(ctx, session_id)
-            if ctx.taps.take_pending(session_id, request_id) is None:
-                message = f"no permission request {request_id!r} waits in session {session_id!r}"
-                raise api.ApiError(409, "stale_permission", message)
-            decision = PermissionDecision(request_id, body.decision, body.reason, body.pattern)
-            _address(ctx, session_id).tell(decision)
-            return api.PermissionTaken(request_id, body.decision)
-
-        return json_response(await _blocking(answer))
-
-    async def history(request: Request) -> Response:
-        session_id = request.path_params["id"]
-
-        def messages() -> api.HistoryView:
-            _record(ctx, session_id)
-            stored = ctx.host.store.load_messages(session_id, include_replaced=True)
-            return api.HistoryView(
-                [api.HistoryMessage(m.seq, m.turn, m.message, m.replaced_by, m.is_summary) for m in stored]
-            )
-
-        return json_response(await _blocking(messages))
-
-    async def events(request: Request) -> Response | EventStreamResponse:
-        session_id = request.path_params["id"]
-        after = _cursor(request)
-        record = await _blocking(lambda: _record(ctx, session_id))
-        inbox = Inbox(ctx.settings.stream_buffer_bytes)
-        ctx.taps.add(inbox.buffer, session_id)
-        try:
-            if record.status != "closed":
-                await _blocking(lambda: ctx.taps.ensure(session_id))
-            if after is None:
-                known = await _blocking(lambda: ctx.host.store.load_events(session_id))
-                after = known[-1].seq if known else 0
-        except BaseException:
-            ctx.taps.remove(inbox.buffer)
-            raise
-
-        def closed() -> bool:
-            return _record(ctx, session_id).status == "closed"
-
-        frames = session_events(ctx.host.store, session_id, after, inbox, is_closed=closed)
-        return _streaming(ctx, frames, inbox)
-
-    async def all_events(request: Request) -> EventStreamResponse:
-        cursor = request.headers.get("last-event-id") or request.query_params.get("after")
-        start = await _blocking(lambda: firehose_start(ctx.host.store, cursor))
-        inbox = Inbox(ctx.settings.stream_buffer_bytes)
-        ctx.taps.add(inbox.buffer, None)
-        return _streaming(ctx, firehose(ctx.host.store, start, inbox), inbox)
-
     return [
-        Route("/v1/sessions", create, methods=["POST"]),
-        Route("/v1/sessions", list_sessions, methods=["GET"]),
-        Route("/v1/sessions/{id}", get_session, methods=["GET"]),
-        Route("/v1/sessions/{id}", close_session, methods=["DELETE"]),
-        Route("/v1/sessions/{id}/prompts", prompt, methods=["POST"]),
-        Route("/v1/sessions/{id}/cancel", cancel, methods=["POST"]),
-        Route("/v1/sessions/{id}/permissions/{request_id}", permission, methods=["POST"]),
-        Route("/v1/sessions/{id}/history", history, methods=["GET"]),
-        Route("/v1/sessions/{id}/events", events, methods=["GET"]),
-        Route("/v1/events", all_events, methods=["GET"]),
+        Route("/v1/sessions", partial(_create, ctx), methods=["POST"]),
+        Route("/v1/sessions", partial(_list_sessions, ctx), methods=["GET"]),
+        Route("/v1/sessions/{id}", partial(_get_session, ctx), methods=["GET"]),
+        Route("/v1/sessions/{id}", partial(_close_session, ctx), methods=["DELETE"]),
+        Route("/v1/sessions/{id}/prompts", partial(_prompt, ctx), methods=["POST"]),
+        Route("/v1/sessions/{id}/cancel", partial(_cancel, ctx), methods=["POST"]),
+        Route("/v1/sessions/{id}/permissions/{request_id}", partial(_permission, ctx), methods=["POST"]),
+        Route("/v1/sessions/{id}/history", partial(_history, ctx), methods=["GET"]),
+        Route("/v1/sessions/{id}/events", partial(_events, ctx), methods=["GET"]),
+        Route("/v1/events", partial(_all_events, ctx), methods=["GET"]),
     ]
+
+
+# --- Sessions ---------------------------------------------------------------------------------------------
+
+
+async def _create(ctx: ServeContext, request: Request) -> Response:
+    body = await read_body(request, ctx.settings.max_body_bytes, api.CreateSession)
+    if body.id is not None and not api.SESSION_ID.fullmatch(body.id):
+        raise api.ApiError(400, "invalid_body", "id: 1-64 letters, digits, '_', '.', '-'")
+    try:
+        workspace = confine(ctx.workspace_root, body.workspace)
+    except WorkspaceRefused as error:
+        raise api.ApiError(403, "workspace_refused", str(error)) from None
+    except ValueError as error:
+        raise api.ApiError(400, "invalid_body", f"workspace: {error}") from None
+    view = await _blocking(lambda: _open_session(ctx, workspace, body))
+    return json_response(view, 201)
+
+
+def _open_session(ctx: ServeContext, workspace: Path, body: api.CreateSession) -> api.SessionView:
+    """Open the session ``body`` asks for in ``workspace`` and tap its events; a session of that id is a
+    409, a host failure a 503."""
+    try:
+        address = ctx.host.open(workspace, session_id=body.id, priority=body.priority)
+    except SessionExists:
+        raise api.ApiError(409, "session_exists", f"there is a session {body.id!r}") from None
+    except HostError as error:
+        raise api.ApiError(503, "host_error", str(error)) from None
+    found = SessionPath.parse(address.name)
+    assert found is not None, address.name
+    session_id = found[0].session_id
+    ctx.taps.ensure(session_id)
+    return _view(ctx, ctx.host.session(session_id), set(ctx.host.active()))
+
+
+async def _list_sessions(ctx: ServeContext, request: Request) -> Response:
+    def listing() -> api.SessionList:
+        active = set(ctx.host.active())
+        usage = ctx.host.usage_by_session()
+        sessions = ctx.host.list_sessions()
+        return api.SessionList([_view(ctx, r, active, usage.get(r.id, [])) for r in sessions])
+
+    return json_response(await _blocking(listing))
+
+
+async def _get_session(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+    record = await _blocking(lambda: _record(ctx, session_id))
+    return json_response(_view(ctx, record, set(ctx.host.active())))
+
+
+async def _close_session(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+
+    def close() -> api.SessionView:
+        _record(ctx, session_id)
+        ctx.host.close(session_id)
+        ctx.taps.forget(session_id)
+        return _view(ctx, _record(ctx, session_id), set(ctx.host.active()))
+
+    return json_response(await _blocking(close))
+
+
+# --- Turns ------------------------------------------------------------------------------------------------
+
+
+async def _prompt(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+    body = await read_body(request, ctx.settings.max_body_bytes, api.PromptBody)
+    if not body.text.strip():
+        raise api.ApiError(400, "invalid_body", "text: a prompt must not be empty")
+
+    def start() -> int:
+        _open_record(ctx, session_id)
+        number: int = _address(ctx, session_id).ask(UserPrompt(body.text))
+        return number
+
+    return json_response(api.TurnAccepted(await _blocking(start)), 202)
+
+
+async def _cancel(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+
+    def stop() -> bool:
+        _open_record(ctx, session_id)
+        return bool(_address(ctx, session_id).ask(Cancel()))
+
+    return json_response(api.CancelAnswer(await _blocking(stop)))
+
+
+async def _permission(ctx: ServeContext, request: Request) -> Response:
+    session_id, request_id = request.path_params["id"], request.path_params["request_id"]
+    body = await read_body(request, ctx.settings.max_body_bytes, api.PermissionAnswer)
+
+    def answer() -> api.PermissionTaken:
+        _open_record(ctx, session_id)
+        if ctx.taps.take_pending(session_id, request_id) is None:
+            message = f"no permission request {request_id!r} waits in session {session_id!r}"
+            raise api.ApiError(409, "stale_permission", message)
+        decision = PermissionDecision(request_id, body.decision, body.reason, body.pattern)
+        _address(ctx, session_id).tell(decision)
+        return api.PermissionTaken(request_id, body.decision)
+
+    return json_response(await _blocking(answer))
+
+
+# --- What was said, and event streams ---------------------------------------------------------------------
+
+
+async def _history(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+
+    def messages() -> api.HistoryView:
+        _record(ctx, session_id)
+        stored = ctx.host.stored_messages(session_id)
+        return api.HistoryView(
+            [api.HistoryMessage(m.seq, m.turn, m.message, m.replaced_by, m.is_summary) for m in stored]
+        )
+
+    return json_response(await _blocking(messages))
+
+
+async def _events(ctx: ServeContext, request: Request) -> Response | EventStreamResponse:
+    session_id = request.path_params["id"]
+    after = _cursor(request)
+    record = await _blocking(lambda: _record(ctx, session_id))
+    inbox = Inbox(ctx.settings.stream_buffer_bytes)
+    ctx.taps.add(inbox.buffer, session_id)
+    try:
+        if record.status != "closed":
+            await _blocking(lambda: ctx.taps.ensure(session_id))
+        if after is None:
+            after = await _blocking(lambda: ctx.host.last_event_seq(session_id))
+    except BaseException:
+        ctx.taps.remove(inbox.buffer)
+        raise
+
+    def closed() -> bool:
+        return _record(ctx, session_id).status == "closed"
+
+    frames = session_events(ctx.host.store, session_id, after, inbox, is_closed=closed)
+    return _streaming(ctx, frames, inbox)
+
+
+async def _all_events(ctx: ServeContext, request: Request) -> EventStreamResponse:
+    cursor = request.headers.get("last-event-id") or request.query_params.get("after")
+    start = await _blocking(lambda: firehose_start(ctx.host.store, cursor))
+    inbox = Inbox(ctx.settings.stream_buffer_bytes)
+    ctx.taps.add(inbox.buffer, None)
+    return _streaming(ctx, firehose(ctx.host.store, start, inbox), inbox)
 
 
 def _cursor(request: Request) -> int | None:

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from ..store import SessionStore, StoredEvent
-from ._buffer import Delta, Gap, Notice, Stored
+from ._buffer import BufferedText, Gap, Notice, Stored
 from ._frames import live_frame, stored_frame
 from ._sse import comment
 from ._wakeup import Inbox
@@ -72,7 +72,7 @@ async def session_events(
                     last = stored.seq
                     yield stored_frame(stored, str(stored.seq))
                 credits -= min(credits, len(new))
-            elif isinstance(entry, Delta | Notice | Gap):
+            elif isinstance(entry, BufferedText | Notice | Gap):
                 shown = live_frame(entry, str(last))
                 if shown is not None:
                     yield shown

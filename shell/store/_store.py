@@ -225,7 +225,7 @@ class SessionStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<SessionStore {self.location}>"
+        return f"<turnkeep.SessionStore {self.location}>"
 
     # --- Sessions -----------------------------------------------------------------------------------------
 

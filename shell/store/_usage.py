@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from ..events import TurnCancelled, TurnCompleted, TurnFailed
 from ..usage import TokenUsage, TurnUsage
 from ._records import TurnUsageRecord
 
@@ -28,13 +29,17 @@ COLUMNS = ", ".join(
 )
 """The table's columns in the order :func:`row_of` gives and :func:`decode_row` takes them."""
 
-_OUTCOMES = {"TurnCompleted": "completed", "TurnFailed": "failed", "TurnCancelled": "cancelled"}
+_OUTCOMES: dict[type[msgspec.Struct], str] = {
+    TurnCompleted: "completed",
+    TurnFailed: "failed",
+    TurnCancelled: "cancelled",
+}
 
 
 def turn_outcome(event: msgspec.Struct) -> tuple[str, TurnUsage] | None:
     """``(outcome, usage)`` when ``event`` ends a turn (outcome ``completed``, ``failed`` or
     ``cancelled``), else None."""
-    outcome = _OUTCOMES.get(type(event).__name__)
+    outcome = _OUTCOMES.get(type(event))
     usage = getattr(event, "usage", None)
     if outcome is None or not isinstance(usage, TurnUsage):
         return None

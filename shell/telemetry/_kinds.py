@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..session_path import SessionPath
+from ..session import SessionPath
 
 __all__ = ["actor_kind"]
 

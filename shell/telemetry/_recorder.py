@@ -26,7 +26,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode, Tracer
 
-from sampler import Cancelled, Completed, Delta, Failed, ProjectionFallback, Queued, Retrying
+from sampler import Cancelled, Completed, Failed, StepProjectionFallback, StepQueued, StepRetrying, StepText
 
 from .. import events as ev
 from .. import turn as tm
@@ -94,7 +94,7 @@ class TurnRecorder:
     def observe(self, session_id: str, number: int, message: object, actions: list[Any]) -> None:
         """Record what ``message`` told turn ``number`` of the session and what it decided."""
         if (
-            message.__class__ is Delta
+            message.__class__ is StepText
             and message.request_id in self._streaming
             and all(action.__class__ is tm.Publish for action in actions)
         ):
@@ -179,18 +179,18 @@ class TurnRecorder:
 
     def _told(self, turn: _Turn, message: object) -> None:
         match message:
-            case Delta(request_id=request_id):
+            case StepText(request_id=request_id):
                 call = turn.calls.get(request_id)
                 if call is not None and call.first_token is None:
                     call.first_token = time.perf_counter()
                     self._streaming.add(request_id)
                     self._metrics.first_token.record(call.first_token - call.started, {"model": call.model})
-            case Queued(request_id=request_id, place=place, reason=reason, expected_wait=wait):
+            case StepQueued(request_id=request_id, place=place, reason=reason, expected_wait=wait):
                 self._event(
                     turn, request_id, "gate.queued", {"place": place, "reason": reason, "expected_wait": wait}
                 )
                 self._metrics.gate_waits.add(1, reason)
-            case Retrying() as retry:
+            case StepRetrying() as retry:
                 attributes = {
                     "attempt": retry.attempt,
                     "max_attempts": retry.max_attempts,
@@ -202,7 +202,7 @@ class TurnRecorder:
                 self._event(turn, retry.request_id, "retry", attributes)
                 self._metrics.retries.add(1, str(retry.kind))
                 self._count_usage(turn, retry.request_id, retry.usage)
-            case ProjectionFallback() as fallback:
+            case StepProjectionFallback() as fallback:
                 attributes = {"projection": str(fallback.projection), "error.type": str(fallback.kind)}
                 self._event(turn, fallback.request_id, "projection_fallback", attributes)
                 self._count_usage(turn, fallback.request_id, fallback.usage)

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 
 from actors.messages import DeadLetter
 
-from .._telemetry_settings import TelemetrySettings
+from ..config import TelemetrySettings
 from ..store import SessionStore
 from ._kinds import actor_kind
 from ._metrics import HostReadings, Instruments

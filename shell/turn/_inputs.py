@@ -1,6 +1,6 @@
 """What a turn can be told: the answers to its own asks, timers, the user, siblings and the host.
 
-The sampler's and the tool runner's own messages (``Delta``, ``Retrying``, ``ProjectionFallback``,
+The sampler's and the tool runner's own messages (``StepText``, ``StepRetrying``, ``StepProjectionFallback``,
 ``Completed``, ``Failed``, ``Cancelled``, ``ToolCallBegan``, ``ToolsFinished``) are inputs too, as they come.
 """
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from sampler import (
     Cancelled,
     Completed,
-    Delta,
     Failed,
-    ProjectionFallback,
-    Queued,
-    Retrying,
+    StepProjectionFallback,
+    StepQueued,
+    StepRetrying,
     StepState,
+    StepText,
 )
 from tool_bridge.messages import ToolCallBegan, ToolsFinished
 
@@ -181,10 +181,10 @@ TurnInput = (
     | Restarted
     | Shutdown
     | ActionFailed
-    | Delta
-    | Queued
-    | Retrying
-    | ProjectionFallback
+    | StepText
+    | StepQueued
+    | StepRetrying
+    | StepProjectionFallback
     | Completed
     | Failed
     | Cancelled
@@ -194,10 +194,10 @@ TurnInput = (
 """Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
 
 SIBLING_MESSAGES: tuple[type, ...] = (
-    Delta,
-    Queued,
-    Retrying,
-    ProjectionFallback,
+    StepText,
+    StepQueued,
+    StepRetrying,
+    StepProjectionFallback,
     Completed,
     Failed,
     Cancelled,

@@ -28,14 +28,14 @@ from sampler import (
     AssistantMessage,
     Cancelled,
     Completed,
-    Delta,
     Failed,
     LlmError,
     ModelRequest,
-    ProjectionFallback,
-    Queued,
-    Retrying,
+    StepProjectionFallback,
+    StepQueued,
+    StepRetrying,
     StepState,
+    StepText,
     ToolCall,
     ToolMessage,
     ToolResult,
@@ -247,10 +247,10 @@ class TurnMachine:
             Restarted: self._restarted,
             Shutdown: self._shutdown,
             ActionFailed: self._action_failed,
-            Delta: self._delta,
-            Queued: self._queued,
-            Retrying: self._retrying,
-            ProjectionFallback: self._fallback,
+            StepText: self._delta,
+            StepQueued: self._queued,
+            StepRetrying: self._retrying,
+            StepProjectionFallback: self._fallback,
             Completed: self._completed,
             Failed: self._failed,
             Cancelled: self._sampler_cancelled,
@@ -426,13 +426,13 @@ class TurnMachine:
 
     # -- the sampler ---------------------------------------------------------------------------------
 
-    def _delta(self, message: Delta, now: float) -> list[TurnAction]:
+    def _delta(self, message: StepText, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now) or self.phase is not Phase.SAMPLING:
             return []
         self.text += message.text
         return [Publish(ev.TextDelta(self.settings.session_id, self.number, message.text))]
 
-    def _queued(self, message: Queued, now: float) -> list[TurnAction]:
+    def _queued(self, message: StepQueued, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
         event = ev.Queued(
@@ -440,7 +440,7 @@ class TurnMachine:
         )
         return [Emit(event)]
 
-    def _retrying(self, message: Retrying, now: float) -> list[TurnAction]:
+    def _retrying(self, message: StepRetrying, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
         self._account(message.usage)
@@ -462,7 +462,7 @@ class TurnMachine:
             )
         ]
 
-    def _fallback(self, message: ProjectionFallback, now: float) -> list[TurnAction]:
+    def _fallback(self, message: StepProjectionFallback, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):
             return []
         self._account(message.usage)

@@ -147,7 +147,7 @@ def test_a_factory_that_raises_or_returns_a_non_actor_fails_the_spawn(system: Ac
 
     with pytest.raises(ChildStartError, match="no disk"):
         system.spawn(ChildSpec("broken", broken))
-    with pytest.raises(ChildStartError, match="not an Actor"):
+    with pytest.raises(ChildStartError, match=r"not a turnkeep\.Actor"):
         system.spawn(ChildSpec("wrong", lambda: object()))  # type: ignore[arg-type,return-value]
 
 

@@ -131,7 +131,7 @@ def test_a_stopped_address_with_an_activator_starts_an_actor_on_demand(system: A
     counter.set_activator(activate)
     counter.tell(Inc(2))
     assert counter.ask(Inc(3)) == 5
-    assert activations == ["Address('lazy')"]
+    assert activations == ["turnkeep.Address('lazy')"]
     assert system.dead_letters.total == 0
 
 

@@ -13,15 +13,15 @@ from sampler import (
     Cancelled,
     CancelSample,
     Completed,
-    Delta,
     Failed,
     LlmErrorKind,
     ModelRequest,
-    Retrying,
     Sample,
     SamplerActor,
     SamplerRuntime,
     SamplerSettings,
+    StepRetrying,
+    StepText,
     UserMessage,
 )
 from sampler.fake import FakeProvider, Fault, FaultPlan, Script
@@ -87,7 +87,7 @@ def test_a_step_streams_and_completes(system: ActorSystem, kind: str) -> None:
     outcome = events[-1]
     assert isinstance(outcome, Completed)
     assert outcome.message.text == "Hello from the embedded provider."
-    assert "".join(e.text for e in events if isinstance(e, Delta)) == outcome.message.text
+    assert "".join(e.text for e in events if isinstance(e, StepText)) == outcome.message.text
     assert outcome.usage is not None and outcome.usage.input_tokens > 0
 
 
@@ -110,7 +110,7 @@ def test_transient_faults_are_retried_on_a_real_socket(system: ActorSystem, kind
     assert isinstance(outcome, Completed), outcome
     assert outcome.message.text == "Eventually fine."
     assert outcome.attempts == 4
-    kinds = [e.kind for e in events if isinstance(e, Retrying)]
+    kinds = [e.kind for e in events if isinstance(e, StepRetrying)]
     assert kinds == [LlmErrorKind.RATE_LIMIT, LlmErrorKind.CONNECTION, LlmErrorKind.OVERLOADED]
     assert injected is not None
 
@@ -124,7 +124,7 @@ def test_a_cancel_mid_stream_returns_the_partial_answer(system: ActorSystem, kin
         sampler, inbox = start(system, provider, kind, coalesce_interval=0.0)
         sampler.tell(Sample("r1", "1", REQUEST, "collector"))
         first = inbox.get(timeout=10)
-        assert isinstance(first, Delta)
+        assert isinstance(first, StepText)
         sampler.tell(CancelSample("r1"))
         events = [first, *until_outcome(inbox)]
     outcome = events[-1]

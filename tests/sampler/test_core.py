@@ -11,7 +11,15 @@ import trio
 
 from sampler.core import FILTERED_MESSAGE, ProjectionMemory, SamplerSettings, sample_step
 from sampler.errors import LlmErrorKind
-from sampler.events import Cancelled, Completed, Delta, Failed, Projection, ProjectionFallback, Retrying
+from sampler.events import (
+    Cancelled,
+    Completed,
+    Failed,
+    Projection,
+    StepProjectionFallback,
+    StepRetrying,
+    StepText,
+)
 from sampler.messages import ImagePart, ModelRequest, TextPart, UserMessage
 from sampler.retry import RetryPolicy
 from tests.sampler._scripted_transport import ScriptedTransport, Status, Stream, chunk, finish, stream_of
@@ -52,7 +60,7 @@ async def test_a_stream_completes_with_the_whole_message_and_coalesced_deltas(au
     assert outcome.message.text == "The quick brown fox jumps"
     assert outcome.attempts == 1
     assert outcome.usage is not None and outcome.usage.output_tokens == 7
-    deltas = of(events, Delta)
+    deltas = of(events, StepText)
     assert "".join(d.text for d in deltas) == outcome.message.text
     assert len(deltas) < 12
     assert events[-1] is outcome
@@ -65,13 +73,13 @@ async def test_transient_failures_back_off_exponentially_up_to_the_cap(autojump_
     assert outcome.attempts == 10
     assert len(transport.requests) == 10
     assert "gave up after 10 attempts" in outcome.error.message
-    delays = [e.delay for e in of(events, Retrying)]
+    delays = [e.delay for e in of(events, StepRetrying)]
     bases = [0.5, 1, 2, 4, 8, 16, 32, 32, 32]
     assert len(delays) == len(bases)
     for delay, base in zip(delays, bases, strict=True):
         assert base <= delay <= base * 1.25
     assert trio.current_time() - started == pytest.approx(sum(delays))
-    assert [e.attempt for e in of(events, Retrying)] == list(range(1, 10))
+    assert [e.attempt for e in of(events, StepRetrying)] == list(range(1, 10))
 
 
 async def test_the_attempt_budget_is_configurable(autojump_clock: Any) -> None:
@@ -87,8 +95,8 @@ async def test_a_retry_after_from_the_provider_replaces_the_backoff(autojump_clo
     )
     outcome, events, _ = await run([limited, Stream(stream_of("ok"))])
     assert isinstance(outcome, Completed) and outcome.attempts == 2
-    assert [e.delay for e in of(events, Retrying)] == [7.0]
-    assert of(events, Retrying)[0].kind is LlmErrorKind.RATE_LIMIT
+    assert [e.delay for e in of(events, StepRetrying)] == [7.0]
+    assert of(events, StepRetrying)[0].kind is LlmErrorKind.RATE_LIMIT
 
 
 async def test_a_retry_after_longer_than_the_limit_is_not_waited_out(autojump_clock: Any) -> None:
@@ -99,7 +107,7 @@ async def test_a_retry_after_longer_than_the_limit_is_not_waited_out(autojump_cl
     assert outcome.error.kind is LlmErrorKind.RATE_LIMIT
     assert "600 s" in outcome.error.message
     assert trio.current_time() == started
-    assert of(events, Retrying) == []
+    assert of(events, StepRetrying) == []
 
 
 @pytest.mark.parametrize(
@@ -138,7 +146,7 @@ async def test_errors_a_retry_cannot_fix_fail_at_once(autojump_clock: Any, reply
     assert outcome.error.kind == kind
     assert outcome.attempts == 1
     assert len(transport.requests) == 1
-    assert of(events, Retrying) == []
+    assert of(events, StepRetrying) == []
 
 
 async def test_cancelling_during_a_backoff_ends_the_step_at_once(autojump_clock: Any) -> None:
@@ -169,7 +177,7 @@ async def test_a_stream_that_goes_silent_times_out_and_is_retried(autojump_clock
     outcome, events, _ = await run([Stream([chunk("partial"), 500.0]), Stream(stream_of("fresh"))])
     assert isinstance(outcome, Completed)
     assert outcome.message.text == "fresh"
-    retrying = of(events, Retrying)[0]
+    retrying = of(events, StepRetrying)[0]
     assert retrying.kind is LlmErrorKind.TIMEOUT
     assert "30 s" in retrying.message
 
@@ -179,12 +187,12 @@ async def test_a_failed_attempts_partial_output_is_discarded(autojump_clock: Any
     outcome, events, _ = await run([broken, Stream(stream_of("Whole answer"))])
     assert isinstance(outcome, Completed)
     assert outcome.message.text == "Whole answer"
-    retrying = of(events, Retrying)[0]
+    retrying = of(events, StepRetrying)[0]
     assert retrying.kind is LlmErrorKind.CONNECTION
     assert retrying.discard_partial is True
-    # Everything streamed after the Retrying notice belongs to the answer.
+    # Everything streamed after the StepRetrying notice belongs to the answer.
     after = events[events.index(retrying) + 1 :]
-    assert "".join(d.text for d in of(after, Delta)) == "Whole answer"
+    assert "".join(d.text for d in of(after, StepText)) == "Whole answer"
 
 
 async def test_an_error_inside_a_200_stream_is_classified_and_retried(autojump_clock: Any) -> None:
@@ -193,19 +201,19 @@ async def test_an_error_inside_a_200_stream_is_classified_and_retried(autojump_c
     )
     outcome, events, _ = await run([in_stream, Stream(stream_of("ok"))])
     assert isinstance(outcome, Completed)
-    assert of(events, Retrying)[0].kind is LlmErrorKind.OVERLOADED
+    assert of(events, StepRetrying)[0].kind is LlmErrorKind.OVERLOADED
 
 
 async def test_an_empty_response_is_retried(autojump_clock: Any) -> None:
     outcome, events, _ = await run([Stream([finish()]), Stream(stream_of("now"))])
     assert isinstance(outcome, Completed)
-    assert of(events, Retrying)[0].kind is LlmErrorKind.EMPTY_RESPONSE
+    assert of(events, StepRetrying)[0].kind is LlmErrorKind.EMPTY_RESPONSE
 
 
 async def test_a_stream_cut_short_without_done_is_retried(autojump_clock: Any) -> None:
     outcome, events, _ = await run([Stream([chunk("no end")]), Stream(stream_of("ended"))])
     assert isinstance(outcome, Completed)
-    assert of(events, Retrying)[0].kind is LlmErrorKind.CONNECTION
+    assert of(events, StepRetrying)[0].kind is LlmErrorKind.CONNECTION
 
 
 async def test_a_filtered_answer_fails_without_retry(autojump_clock: Any) -> None:
@@ -214,7 +222,7 @@ async def test_a_filtered_answer_fails_without_retry(autojump_clock: Any) -> Non
     assert outcome.error.kind is LlmErrorKind.PROVIDER
     assert outcome.error.filtered
     assert outcome.error.message == FILTERED_MESSAGE
-    assert of(events, Retrying) == []
+    assert of(events, StepRetrying) == []
 
 
 def with_images(n: int) -> ModelRequest:
@@ -244,8 +252,8 @@ async def test_too_large_degrades_media_then_strips_it_without_spending_attempts
     assert outcome.attempts == 1
     assert outcome.projections == (Projection.DEGRADED_MEDIA, Projection.STRIPPED_MEDIA)
     assert [image_count(body) for body in transport.requests] == [4, 2, 0]
-    assert [e.projection for e in of(events, ProjectionFallback)] == list(outcome.projections)
-    assert of(events, Retrying) == []
+    assert [e.projection for e in of(events, StepProjectionFallback)] == list(outcome.projections)
+    assert of(events, StepRetrying) == []
     # The turn's next step starts where this one ended.
     _, _, again = await run([Stream(stream_of("next"))], request=with_images(5), memory=memory)
     assert image_count(again.requests[0]) == 0
@@ -286,7 +294,7 @@ async def test_a_shape_error_with_nothing_left_to_degrade_fails(autojump_clock: 
     outcome, events, transport = await run([TOO_LARGE])
     assert isinstance(outcome, Failed)
     assert outcome.error.kind is LlmErrorKind.REQUEST_TOO_LARGE
-    assert of(events, ProjectionFallback) == []
+    assert of(events, StepProjectionFallback) == []
     assert len(transport.requests) == 1
 
 
@@ -296,7 +304,7 @@ async def test_streamed_text_is_never_held_back_longer_than_the_coalescing_inter
     seen: list[tuple[float, str]] = []
 
     def emit(event: Any) -> None:
-        if isinstance(event, Delta):
+        if isinstance(event, StepText):
             seen.append((trio.current_time(), event.text))
 
     transport = ScriptedTransport([Stream([chunk("a"), chunk("b"), 5.0, chunk("c"), finish()])])

@@ -30,7 +30,7 @@ from sampler.projection import (
     strict_structure,
     strip_media,
 )
-from sampler.providers import AssistantResult, StreamDone, StreamError, TextDelta, ToolCallDelta, UsageUpdate
+from sampler.providers import AssistantResult, StreamDone, StreamError, StreamText, ToolCallDelta, UsageUpdate
 
 
 def image(n: int) -> ImagePart:
@@ -72,7 +72,7 @@ EVERY_STRUCT: list[Any] = [
         top_p=0.9,
         stop=("END",),
     ),
-    TextDelta("x"),
+    StreamText("x"),
     ToolCallDelta(0, "c1", "read", '{"a'),
     UsageUpdate(Usage(1, 2)),
     StreamError("error", '{"error": {}}'),

@@ -31,7 +31,7 @@ from sampler.providers import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
+    StreamText,
     ToolCallDelta,
     UsageUpdate,
     get_adapter,
@@ -263,8 +263,8 @@ def test_text_stream_assembles_the_message_usage_and_finish_reason():
     decoder, events = decode(TEXT_STREAM)
     assert events == [
         UsageUpdate(Usage(125, 1, 100)),
-        TextDelta("Hel"),
-        TextDelta("lo"),
+        StreamText("Hel"),
+        StreamText("lo"),
         UsageUpdate(Usage(125, 7, 100)),
         StreamDone(),
     ]

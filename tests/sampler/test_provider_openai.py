@@ -29,7 +29,7 @@ from sampler.providers import (
     StreamDone,
     StreamError,
     StreamEvent,
-    TextDelta,
+    StreamText,
     ToolCallDelta,
     UsageUpdate,
     get_adapter,
@@ -220,9 +220,9 @@ TEXT_STREAM = [
 def test_text_stream_assembles_the_message_usage_and_finish_reason():
     decoder, events = decode(TEXT_STREAM)
     assert events == [
-        TextDelta("Hel"),
-        TextDelta("lo, "),
-        TextDelta("wörld"),
+        StreamText("Hel"),
+        StreamText("lo, "),
+        StreamText("wörld"),
         UsageUpdate(Usage(12, 3, 8)),
         StreamDone(),
     ]
@@ -317,13 +317,13 @@ def test_other_finish_reasons(reason: str, expected: FinishReason):
 def test_a_refusal_is_kept_as_text():
     decoder, events = decode([chunk({"refusal": "I can't help with that."}), chunk({}, "stop"), "[DONE]"])
     assert decoder.finish().message.text == "I can't help with that."
-    assert TextDelta("I can't help with that.") in events
+    assert StreamText("I can't help with that.") in events
 
 
 def test_an_error_member_in_a_chunk_is_a_stream_error():
     error = json.dumps({"error": {"message": "overloaded", "type": "server_error", "code": 529}})
     decoder, events = decode([chunk({"content": "par"}), error])
-    assert events == [TextDelta("par"), StreamError(None, error)]
+    assert events == [StreamText("par"), StreamError(None, error)]
     result = decoder.finish()
     assert not result.complete
     assert result.message == AssistantMessage("par", interrupted=True)

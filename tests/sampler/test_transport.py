@@ -22,7 +22,7 @@ import trio.testing
 
 from sampler._transport import TransportClosedError, TrioTransport, proxy_configured
 from sampler.core import SamplerSettings, sample_step
-from sampler.events import Completed, Retrying
+from sampler.events import Completed, StepRetrying
 from sampler.fake import FakeProvider, Fault, FaultPlan, Script
 from sampler.messages import ModelRequest, UserMessage
 from sampler.retry import RetryPolicy
@@ -225,7 +225,7 @@ async def test_sample_step_completes_on_the_transport_and_retries_a_broken_strea
     assert isinstance(outcome, Completed), outcome
     assert outcome.message.text == "Streamed through h11."
     assert outcome.attempts == 2
-    assert [event.kind.value for event in events if isinstance(event, Retrying)] == ["connection"]
+    assert [event.kind.value for event in events if isinstance(event, StepRetrying)] == ["connection"]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -12,12 +12,17 @@ from actors import ActorSystem, Address
 from sampler import RetryPolicy, SamplerSettings
 from sampler.fake import FakeProvider
 from shell import events as ev
-from shell.chat_state import ChatStateOptions
 from shell.credentials import CredentialProvider, StaticKey
 from shell.messages import Subscribe, UserPrompt
-from shell.session import SessionOptions
-from shell.session_path import SessionPath
-from shell.session_tree import SessionChaos, SessionParts, session_runtime, session_spec
+from shell.session import (
+    ChatStateOptions,
+    SessionChaos,
+    SessionOptions,
+    SessionParts,
+    SessionPath,
+    session_runtime,
+    session_spec,
+)
 from shell.store import SessionStore
 from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings, builtin_registry
 

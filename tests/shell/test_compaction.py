@@ -24,7 +24,7 @@ from shell.compaction import (
     stub_tool_outputs,
     summary_message,
 )
-from shell.tokens import TokenEstimator
+from shell.session import TokenEstimator
 
 ESTIMATOR = TokenEstimator()
 

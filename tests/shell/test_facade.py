@@ -14,7 +14,7 @@ from shell import events as ev
 from shell.cluster import HostPool
 from shell.facade import AsyncHost, Host, HostBackend, Mailbox, open_host
 from shell.host import AgentHost, HostError
-from shell.store import open_store
+from shell.store import SessionNotFound, open_store
 from tests.shell._settings import settings_for
 from tests.shell.test_host import KEY
 
@@ -44,6 +44,22 @@ def test_a_session_closed_from_the_facade_is_closed_in_the_store_and_refuses_a_r
             history = [stored.message for stored in open_store(settings.store.path).load_messages("s1")]
     assert closed == "closed"
     assert [m.parts[0].text for m in history if isinstance(m, UserMessage)] == ["one"]
+
+
+def test_a_stored_session_is_shown_by_the_facade_and_an_unknown_one_refused(tmp_path: Path) -> None:
+    with (
+        FakeProvider(Script.echo()) as provider,
+        Host(settings_for(provider, tmp_path), credentials=KEY) as host,
+    ):
+        session = host.open(tmp_path / "ws", session_id="shown")
+        session.run("one")
+        record = host.session("shown")
+        with pytest.raises(SessionNotFound):
+            host.session("unknown")
+        usage = host.agent_host.turn_usage("shown")
+        assert host.agent_host.last_event_seq("shown") > 0
+    assert (record.id, record.current_turn) == ("shown", 1)
+    assert [u.turn for u in usage] == [1]
 
 
 def test_history_comes_from_the_host_for_an_open_session_and_is_refused_for_another(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from shell.credentials import StaticKey
 from shell.facade import Host
 from shell.host import AgentHost, HostError
 from shell.messages import Subscribe, UserPrompt
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from tests._waiting import wait_until
 from tests.actors.conftest import system_threads
 from tests.shell._settings import settings_for

@@ -18,8 +18,8 @@ from shell._secrets import (
     redact_known,
     redact_known_struct,
 )
-from shell._tool_settings import SERVE_TOKEN_ENV, watch_host_secrets
-from shell.config import load_settings
+from shell._tool_isolation import watch_host_secrets
+from shell.config import SERVE_TOKEN_ENV, load_settings
 from shell.credentials import OAuthCredential, StaticKey, refresh_failure
 from shell.store import SessionStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shell._tool_settings import SERVE_TOKEN_ENV, tool_isolation
-from shell.config import ConfigError, Settings, load_settings
+from shell._tool_isolation import tool_isolation
+from shell.config import SERVE_TOKEN_ENV, ConfigError, Settings, load_settings
 from tool_bridge import EnvPolicy, SandboxProbe
 
 UNUSABLE = SandboxProbe(False, None, "bwrap is not installed")

@@ -13,16 +13,16 @@ from sampler import (
     AssistantMessage,
     Cancelled,
     Completed,
-    Delta,
     Failed,
     FinishReason,
     LlmError,
     LlmErrorKind,
     ModelRequest,
     Projection,
-    ProjectionFallback,
-    Retrying,
+    StepProjectionFallback,
+    StepRetrying,
     StepState,
+    StepText,
     ToolCall,
     ToolMessage,
     Usage,
@@ -159,9 +159,9 @@ class TurnModel(RuleBasedStateMachine):
     def sampler_speaks(self, which: str, kind: str) -> None:
         rid = self.request(which)
         message: tm.TurnInput = {
-            "delta": Delta(rid, "x"),
-            "retry": Retrying(rid, 1, 3, 0.5, LlmErrorKind.RATE_LIMIT, 429, "slow down", True),
-            "fallback": ProjectionFallback(rid, next(iter(Projection)), LlmErrorKind.IMAGE_FORMAT),
+            "delta": StepText(rid, "x"),
+            "retry": StepRetrying(rid, 1, 3, 0.5, LlmErrorKind.RATE_LIMIT, 429, "slow down", True),
+            "fallback": StepProjectionFallback(rid, next(iter(Projection)), LlmErrorKind.IMAGE_FORMAT),
         }[kind]
         self.feed(message)
 

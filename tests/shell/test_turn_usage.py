@@ -12,8 +12,8 @@ from sampler import (
     LlmErrorKind,
     ModelRequest,
     Projection,
-    ProjectionFallback,
-    Retrying,
+    StepProjectionFallback,
+    StepRetrying,
     ToolCall,
     Usage,
     UserMessage,
@@ -56,8 +56,8 @@ def finish(actions: list[tm.TurnAction]) -> tm.TurnEnd:
     return end
 
 
-def retrying(request_id: str, usage: Usage | None) -> Retrying:
-    return Retrying(request_id, 1, 3, 0.0, LlmErrorKind.OVERLOADED, 500, "boom", True, usage)
+def retrying(request_id: str, usage: Usage | None) -> StepRetrying:
+    return StepRetrying(request_id, 1, 3, 0.0, LlmErrorKind.OVERLOADED, 500, "boom", True, usage)
 
 
 def completed(request_id: str, usage: Usage | None, calls: tuple[ToolCall, ...] = ()) -> Completed:
@@ -70,7 +70,7 @@ def test_a_completed_turn_carries_the_sum_of_every_reported_attempt_of_every_ste
     turn = machine()
     first = begin(turn)
     turn.feed(retrying(first, Usage(100, 5, 0)), 0.0)  # a discarded attempt still counts
-    turn.feed(ProjectionFallback(first, Projection.STRIPPED_MEDIA, LlmErrorKind.IMAGE_FORMAT, None), 0.0)
+    turn.feed(StepProjectionFallback(first, Projection.STRIPPED_MEDIA, LlmErrorKind.IMAGE_FORMAT, None), 0.0)
     call = ToolCall("c1", "read_file", "{}")
     actions = turn.feed(completed(first, Usage(100, 7, 40, 2), (call,)), 0.0)
     (start,) = [action for action in actions if isinstance(action, tm.StartTools)]

@@ -3,7 +3,7 @@ never dropped; entries in order; a wake when it stops being empty."""
 
 from __future__ import annotations
 
-from shell.serve._buffer import Delta, Gap, Notice, Stored, StreamBuffer
+from shell.serve._buffer import BufferedText, Gap, Notice, Stored, StreamBuffer
 
 
 def make(limit=100):
@@ -17,7 +17,11 @@ def test_adjacent_text_of_one_turn_is_coalesced():
         buffer.delta("s", 1, piece)
     buffer.delta("s", 2, "d")
     buffer.delta("t", 2, "e")
-    assert buffer.take() == [Delta("s", 1, "abc"), Delta("s", 2, "d"), Delta("t", 2, "e")]
+    assert buffer.take() == [
+        BufferedText("s", 1, "abc"),
+        BufferedText("s", 2, "d"),
+        BufferedText("t", 2, "e"),
+    ]
 
 
 def test_text_past_the_budget_is_dropped_behind_one_gap_and_stored_events_stay():
@@ -31,7 +35,7 @@ def test_text_past_the_budget_is_dropped_behind_one_gap_and_stored_events_stay()
     buffer.stored("s")
     assert buffer.text_bytes == 8
     assert buffer.take() == [
-        Delta("s", 1, "12345678"),
+        BufferedText("s", 1, "12345678"),
         Stored("s", 1),
         Gap(12),
         Notice("s", "permission"),
@@ -39,7 +43,7 @@ def test_text_past_the_budget_is_dropped_behind_one_gap_and_stored_events_stay()
     ]
     assert buffer.dropped_bytes == 12
     buffer.delta("s", 1, "fits again")
-    assert buffer.take() == [Delta("s", 1, "fits again")]
+    assert buffer.take() == [BufferedText("s", 1, "fits again")]
 
 
 def test_the_text_held_never_exceeds_the_budget_whatever_comes():

@@ -15,7 +15,7 @@ from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
 from shell._protocol import GetHistory
 from shell.config import ServeSettings
 from shell.serve import start_server
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from tests.shell.serve._server import TOKEN, ask_for, running
 
 REQUIRE_ENV = "REQUIRE_BROWSER_TESTS"

@@ -11,7 +11,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from shell._telemetry_settings import TelemetrySettings
+from shell.config import TelemetrySettings
 from shell.telemetry import Telemetry, start_telemetry
 
 

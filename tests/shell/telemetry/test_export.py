@@ -18,14 +18,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from actors import ChaosPolicy
-from sampler import EndTurn
+from sampler import ForgetTurn
 from sampler.fake import FakeProvider, Script
 from shell import events as ev
-from shell._telemetry_settings import TelemetrySettings
-from shell.config import load_settings
+from shell.config import TelemetrySettings, load_settings
 from shell.credentials import StaticKey
 from shell.facade import Host
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from shell.telemetry import TelemetryError, start_telemetry
 from tests._loopback import QuietHandler, serving_http
 from tests._waiting import wait_until
@@ -72,7 +71,7 @@ def prometheus(targets: list[str]) -> Iterator[str]:
 
 def test_a_real_prometheus_scrapes_the_turn_and_restart_counters_of_a_running_host(tmp_path: Path) -> None:
     # The sampler crashes each time it is told a turn has ended: one restart per turn, the turns unharmed.
-    chaos = SessionChaos(sampler=ChaosPolicy(crash_probability=1.0, crash_on=(EndTurn,)))
+    chaos = SessionChaos(sampler=ChaosPolicy(crash_probability=1.0, crash_on=(ForgetTurn,)))
     with FakeProvider(Script.echo()) as provider:
         settings = host_settings(provider, tmp_path, TURNKEEP_TELEMETRY__PROMETHEUS_PORT="0")
         with Host(settings, credentials=KEY, chaos=chaos) as host:

@@ -9,11 +9,10 @@ import pytest
 
 from actors import ActorSystem, ChildSpec, Supervisor
 from actors.messages import DeadLetter
-from sampler import Queued
+from sampler import StepQueued
 from sampler.gate import GateSnapshot
 from shell import turn as tm
-from shell._telemetry_settings import TelemetrySettings
-from shell.config import ConfigError, load_settings
+from shell.config import ConfigError, TelemetrySettings, load_settings
 from shell.messages import UserPrompt
 from shell.telemetry import HostReadings, actor_kind, start_telemetry
 from tests._waiting import wait_until
@@ -67,7 +66,7 @@ def test_a_wait_at_the_gate_is_counted_by_reason_and_is_an_event_of_the_model_ca
     recorder = recorded.telemetry.recorder
     request = ModelRequest("m", (UserMessage.of_text("hi"),))
     recorder.observe("s", 1, tm.Begin(UserPrompt("go")), [tm.SendSample("s:1:1", "1", request)])
-    recorder.observe("s", 1, Queued("s:1:1", 2, "cool_down", 1.5), [])
+    recorder.observe("s", 1, StepQueued("s:1:1", 2, "cool_down", 1.5), [])
     recorded.telemetry.shutdown()
     assert recorded.total("turnkeep.gate.queued", reason="cool_down") == 1
     chat = next(span for span in recorded.spans() if span.name == "chat m")

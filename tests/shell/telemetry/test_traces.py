@@ -10,13 +10,13 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from actors import ChaosPolicy
-from sampler import Completed, Delta, Sample
+from sampler import Completed, Sample, StepText
 from sampler.fake import Conversation, FakeProvider, FaultPlan, FinalAnswer, Script, Step, ToolStep
 from sampler.fake.faults import Fault
 from sampler.fake.script import is_summary_request
 from shell import events as ev
-from shell._telemetry_settings import TelemetrySettings
-from shell.session_tree import SessionChaos
+from shell.config import TelemetrySettings
+from shell.session import SessionChaos
 from tests.shell._harness import Harness
 from tests.shell.telemetry.conftest import Recorded, record
 
@@ -265,7 +265,7 @@ def test_a_model_call_measures_its_first_token_once_however_many_deltas_follow(
         harness.close()
     capture.telemetry.shutdown()
     assert isinstance(events[-1], ev.TurnCompleted), events[-1]
-    first_delta = next(index for index, (message, _) in enumerate(told) if isinstance(message, Delta))
+    first_delta = next(index for index, (message, _) in enumerate(told) if isinstance(message, StepText))
     streamed = told[: first_delta + 1] + [told[first_delta]] * 20 + told[first_delta + 1 :]
     for number in (1, 2):  # the same request ids again: what a finished call left must not hide them
         for message, actions in streamed:

@@ -11,16 +11,17 @@ from sampler import SamplerActor, SamplerRuntime, SamplerSettings, ToolSpec
 from sampler.gate import GateClient
 from tool_bridge import PermissionPolicy, ToolBridgeSettings, ToolRegistry, ToolSupervisor
 
-from ._gate import TurnGate
-from ._secrets import redact_known
-from .chat_state import ChatStateActor, ChatStateOptions
-from .credentials import CredentialProvider
-from .doom_loop import DoomLoopDetector
-from .session import SessionActor, SessionOptions, SessionRuntime
-from .store import SessionStore
-from .tokens import TokenEstimator
+from .._secrets import redact_known
+from ..credentials import CredentialProvider
+from ..doom_loop import DoomLoopDetector
+from ..store import SessionStore
+from ._actor import SessionActor
+from ._chat_state import ChatStateActor, ChatStateOptions
+from ._state import SessionOptions, SessionRuntime
+from ._tokens import TokenEstimator
+from ._turn_gate import TurnGate
 
-__all__ = ["SessionChaos", "SessionParts", "session_runtime", "session_spec"]
+__all__ = ["SessionChaos", "SessionParts", "session_runtime", "session_spec", "tool_specs"]
 
 
 @dataclass(frozen=True, slots=True)

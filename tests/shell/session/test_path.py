@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shell.session_path import MEMBERS, SessionPath, check_session_id
+from shell.session import MEMBERS, SessionPath, check_session_id
 
 
 def test_a_path_under_the_host_names_its_supervisor_and_members() -> None:

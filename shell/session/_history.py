@@ -9,8 +9,8 @@ from typing import Any
 from actors import ActorError, Address, AskTimeout
 from sampler import ToolSpec, UserMessage
 
-from . import turn as tm
-from ._protocol import (
+from .. import turn as tm
+from .._protocol import (
     Append,
     ApplyCompaction,
     BeginTurn,

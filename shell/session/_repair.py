@@ -32,7 +32,7 @@ from sampler.messages import (
     UserPart,
 )
 
-from .compaction import Entry
+from ..compaction import Entry
 
 __all__ = ["EMPTIED", "NO_RESULT", "Repair", "plan_repair"]
 

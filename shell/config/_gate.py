@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import msgspec
 
 from sampler.gate import GateLimits
+
+from ._checks import is_int, is_positive
 
 __all__ = ["PRIORITIES", "Priority", "ProviderLimits"]
 
@@ -15,12 +16,6 @@ Priority = Literal["interactive", "background"]
 """A session's priority at the provider gate: interactive sessions go first, background ones age in."""
 
 PRIORITIES: dict[str, int] = {"interactive": 0, "background": 1}
-
-
-def _positive(value: object) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    )
 
 
 class ProviderLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -44,16 +39,16 @@ class ProviderLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def __post_init__(self) -> None:
         count = self.max_concurrent_requests
-        if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
+        if count is not None and not (is_int(count) and count >= 1):
             raise ValueError(
                 f"provider.limits.max_concurrent_requests: must be a whole number >= 1, got {count!r}"
             )
         for key in ("requests_per_minute", "tokens_per_minute"):
             value = getattr(self, key)
-            if value is not None and not _positive(value):
+            if value is not None and not is_positive(value):
                 raise ValueError(f"provider.limits.{key}: must be a number > 0, got {value!r}")
         for key in ("max_wait", "queued_after", "aging"):
-            if not _positive(getattr(self, key)):
+            if not is_positive(getattr(self, key)):
                 raise ValueError(f"provider.limits.{key}: must be a number > 0, got {getattr(self, key)!r}")
 
     def gate_limits(self) -> GateLimits:

@@ -14,7 +14,7 @@ from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, To
 from shell import events as ev
 from shell.credentials import OAuthCredential
 from shell.messages import Cancel
-from shell.session_tree import SessionChaos
+from shell.session import SessionChaos
 from shell.turn import MAX_LOST_STEPS
 from tests._events import without_usage
 from tests.actors.conftest import system_threads

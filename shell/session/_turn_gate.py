@@ -10,6 +10,8 @@ import msgspec
 
 from actors import Address
 
+__all__ = ["GateOpen", "TurnGate"]
+
 
 class GateOpen(msgspec.Struct, frozen=True, tag=True):
     """Told to a waiting session when a turn slot is free for it."""

@@ -1,5 +1,5 @@
-"""The ``[tools.env]`` and ``[tools.sandbox]`` settings, and what a host makes of them: the environment and
-the sandbox of its ``shell`` commands, and the secrets it must never let out."""
+"""What a host makes of its ``[tools]`` settings: the environment and the sandbox of its ``shell`` commands,
+and the secrets it must never let out."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from tool_bridge import (
     EnvPolicy,
-    EnvPolicyError,
     Sandbox,
     SandboxProbe,
     describe_env_policy,
@@ -24,16 +21,14 @@ from tool_bridge import (
 )
 
 from ._secrets import KNOWN_SECRETS, SecretWatch
+from .config import SERVE_TOKEN_ENV
 
 if TYPE_CHECKING:
     from .config import Settings
     from .credentials import CredentialProvider
 
 __all__ = [
-    "SERVE_TOKEN_ENV",
-    "ToolEnvSettings",
     "ToolIsolation",
-    "ToolSandboxSettings",
     "credential_variables",
     "tool_isolation",
     "watch_host_secrets",
@@ -41,39 +36,7 @@ __all__ = [
 
 logger = logging.getLogger("turnkeep.shell")
 
-SERVE_TOKEN_ENV = "TURNKEEP_SERVE_TOKEN"
-"""The variable holding the token that clients of a serving host present; a secret like the API key."""
-
 _SQLITE_SIDECARS = ("", "-wal", "-shm", "-journal")
-
-
-class ToolEnvSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[tools.env]``: what a ``shell`` command sees of the host's environment (see
-    :class:`tool_bridge.EnvPolicy`); credentials are always left out."""
-
-    inherit: Literal["all", "core", "none"] = "all"
-    exclude: tuple[str, ...] = ()
-    include_only: tuple[str, ...] = ()
-    assign: dict[str, str] = msgspec.field(default_factory=dict, name="set")
-
-    def __post_init__(self) -> None:
-        try:
-            self.policy()
-        except EnvPolicyError as error:
-            raise ValueError(f"tools.env.{error.field}: {error.problem}") from None
-
-    def policy(self) -> EnvPolicy:
-        """These settings as the policy :func:`tool_bridge.tool_environment` applies."""
-        return EnvPolicy(self.inherit, self.exclude, self.include_only, self.assign)
-
-
-class ToolSandboxSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[tools.sandbox]``: whether ``shell`` commands run in the bubblewrap sandbox (``mode``: ``auto``
-    uses it where it works, ``required`` refuses commands where it does not, ``off``), and whether they
-    keep the network there."""
-
-    mode: Literal["auto", "required", "off"] = "auto"
-    network: bool = False
 
 
 def credential_variables(settings: Settings) -> tuple[str, ...]:

@@ -10,8 +10,8 @@ from typing import TypeAlias, TypeVar
 from actors import Actor, Refuse, handles
 from sampler import Message, ModelRequest, SystemMessage, ToolSpec
 
-from . import events as ev
-from ._protocol import (
+from .. import events as ev
+from .._protocol import (
     Append,
     ApplyCompaction,
     BeginTurn,
@@ -29,16 +29,16 @@ from ._protocol import (
     StartTurn,
     StubToolOutputs,
 )
-from .compaction import (
+from ..compaction import (
     build_summary_request,
     chunk_for_summary,
     plan_compaction,
     stub_tool_outputs,
     summary_message,
 )
-from .repair import plan_repair
-from .store import SessionRecord, SessionStore, StoreError
-from .tokens import TokenEstimator, effective_window
+from ..store import SessionRecord, SessionStore, StoreError
+from ._repair import plan_repair
+from ._tokens import TokenEstimator, effective_window
 
 __all__ = ["ChatStateActor", "ChatStateOptions", "Write", "write_to_store"]
 
@@ -230,8 +230,8 @@ class ChatStateActor(Actor):
         return tuple(m.message for m in stored)
 
     def _repair(self) -> None:
-        """Mend the projection where no provider would accept it (see :mod:`shell.repair`), in the store:
-        the mended messages take the place of the originals, which stay stored."""
+        """Mend the projection where no provider would accept it (see :mod:`shell.session._repair`), in the
+        store: the mended messages take the place of the originals, which stay stored."""
         repair = plan_repair(self._entries, merge_roles=self._merge_roles, drop_images=self._drop_images)
         if repair is not None:
             self._write(

@@ -7,7 +7,7 @@ import queue
 from collections.abc import Iterable
 from typing import Any
 
-from ._secrets import redact_known_struct
+from .._secrets import redact_known_struct
 
 __all__ = ["publish"]
 

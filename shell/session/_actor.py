@@ -10,23 +10,22 @@ from typing import Any
 import msgspec
 
 from actors import Actor, ActorError, Address, Down, ExitReason, Refuse, handles
-from sampler import CancelSample, Sample, StepStatus, TextPart, UserMessage
-from sampler import EndTurn as ForgetTurn
+from sampler import CancelSample, ForgetTurn, Sample, StepStatus, TextPart, UserMessage
 from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned
 from tool_bridge.permissions import PermissionDecision, PermissionRequested
 
-from . import events as ev
-from . import turn as tm
-from ._gate import GateOpen
+from .. import events as ev
+from .. import turn as tm
+from .._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, Passivate, ToolServerChanged
+from ..credentials import refresh_failure
+from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from ._history import History, HistoryError
-from ._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, Passivate, ToolServerChanged
-from ._session_state import SessionOptions, SessionRuntime
+from ._path import SessionPath
+from ._state import SessionRuntime
 from ._subscribers import publish
-from .credentials import refresh_failure
-from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
-from .session_path import SessionPath
+from ._turn_gate import GateOpen
 
-__all__ = ["SessionActor", "SessionOptions", "SessionRuntime"]
+__all__ = ["SessionActor"]
 
 logger = logging.getLogger("turnkeep.shell")
 

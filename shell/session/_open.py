@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tool_bridge.mcp import McpServerHandle
 
-from .session import SessionRuntime
-from .session_tree import SessionParts
+from ._state import SessionRuntime
+from ._tree import SessionParts
 
 __all__ = ["Built", "OpenSession"]
 

@@ -17,7 +17,7 @@ from sampler.messages import (
     UserMessage,
 )
 from sampler.projection import strict_structure
-from shell.repair import NO_RESULT, Repair, plan_repair
+from shell.session._repair import NO_RESULT, Repair, plan_repair
 
 
 def entries(*messages: Message, turn: int = 1) -> list[tuple[int, int, Message]]:

@@ -12,13 +12,13 @@ from typing import Any
 from actors import Job
 from sampler import SamplerRuntime, ToolSpec
 
-from . import turn as tm
-from ._gate import TurnGate
-from .bridge import RecoveryBridge
-from .credentials import CredentialProvider
-from .doom_loop import DoomLoopDetector
-from .messages import UserPrompt
-from .usage import Price
+from .. import turn as tm
+from ..bridge import RecoveryBridge
+from ..credentials import CredentialProvider
+from ..doom_loop import DoomLoopDetector
+from ..messages import UserPrompt
+from ..usage import Price
+from ._turn_gate import TurnGate
 
 __all__ = ["SessionOptions", "SessionRuntime"]
 

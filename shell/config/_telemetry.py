@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import msgspec
+
+from ._checks import is_number
 
 __all__ = ["TelemetrySettings"]
 
@@ -30,7 +30,7 @@ class TelemetrySettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
 
     def __post_init__(self) -> None:
         sampling = self.sampling
-        if isinstance(sampling, bool) or not isinstance(sampling, int | float) or not math.isfinite(sampling):
+        if not is_number(sampling):
             raise ValueError(f"telemetry.sampling: must be a number from 0 to 1, got {sampling!r}")
         if not 0 <= sampling <= 1:
             raise ValueError(f"telemetry.sampling: must be a number from 0 to 1, got {sampling!r}")

@@ -11,7 +11,7 @@ from sampler.messages import (
     ToolSpec,
     UserMessage,
 )
-from shell.tokens import (
+from shell.session._tokens import (
     MAX_RATIO,
     MIN_RATIO,
     TokenEstimator,

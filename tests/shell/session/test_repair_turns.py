@@ -23,7 +23,7 @@ from sampler.fake.script import is_summary_request
 from sampler.providers import get_adapter
 from shell import events as ev
 from shell.bridge import QUOTA_USED_UP
-from shell.repair import NO_RESULT
+from shell.session._repair import NO_RESULT
 from tests.shell._harness import Harness, of
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from actors import ActorUnavailable, AskTimeout
 from sampler import TextPart, UserMessage
-from shell._history import History, HistoryError
 from shell._protocol import Append, BeginTurn, EndTurn, FinishTurn, LogEvent, StartTurn
-from shell.chat_state import write_to_store
 from shell.events import TurnCancelled
+from shell.session import write_to_store
+from shell.session._history import History, HistoryError
 from shell.store import open_store
 
 

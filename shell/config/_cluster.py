@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-__all__ = ["ClusterSettings", "load_cluster_settings"]
+from ._checks import is_int, is_positive
 
-
-def _positive(value: object) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    )
+__all__ = ["ClusterSettings"]
 
 
 class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -45,39 +39,18 @@ class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Seconds a new replica may take to start (a cluster may first have to find room for it)."""
 
     def __post_init__(self) -> None:
-        if not (
-            isinstance(self.replicas, int) and not isinstance(self.replicas, bool) and self.replicas >= 1
-        ):
+        if not (is_int(self.replicas) and self.replicas >= 1):
             raise ValueError(f"cluster.replicas: must be a whole number >= 1, got {self.replicas!r}")
-        if not (
-            isinstance(self.max_restarts, int)
-            and not isinstance(self.max_restarts, bool)
-            and self.max_restarts >= -1
-        ):
+        if not (is_int(self.max_restarts) and self.max_restarts >= -1):
             raise ValueError(
                 f"cluster.max_restarts: must be a whole number >= -1 (-1: always), got {self.max_restarts!r}"
             )
-        if not (_positive(self.replica_cpus) or self.replica_cpus == 0):
+        if not (is_positive(self.replica_cpus) or self.replica_cpus == 0):
             raise ValueError(f"cluster.replica_cpus: must be a number >= 0, got {self.replica_cpus!r}")
         for key in ("call_timeout", "restart_wait", "start_timeout"):
-            if not _positive(getattr(self, key)):
+            if not is_positive(getattr(self, key)):
                 raise ValueError(f"cluster.{key}: must be a number > 0, got {getattr(self, key)!r}")
         if not (isinstance(self.namespace, str) and self.namespace.strip()):
             raise ValueError(f"cluster.namespace: must be a non-empty name, got {self.namespace!r}")
         if self.address is not None and not (isinstance(self.address, str) and self.address.strip()):
             raise ValueError(f"cluster.address: must be a cluster address or absent, got {self.address!r}")
-
-
-class _File(msgspec.Struct):
-    cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
-
-
-def load_cluster_settings(path: str | Path) -> ClusterSettings:
-    """The ``[cluster]`` table of the TOML file ``path`` (defaults when it has none; other tables are
-    ignored). Raises :class:`ValueError` for a wrong value, :class:`OSError` for an unreadable file and
-    :class:`msgspec.DecodeError` for malformed TOML."""
-    data = Path(path).expanduser().read_bytes()
-    try:
-        return msgspec.toml.decode(data, type=_File).cluster
-    except msgspec.ValidationError as error:
-        raise ValueError(str(error)) from None
