@@ -1,6 +1,6 @@
 """An embedded model provider on loopback, with a scripted model and scripted faults.
 
-`FakeProvider` is a real HTTP server (uvicorn, in a thread of its own) that speaks OpenAI chat
+`FakeProvider` is a real HTTP server (hypercorn, in a thread of its own) that speaks OpenAI chat
 completions (`POST /v1/chat/completions`) and Anthropic messages (`POST /v1/messages`), streamed or not,
 plus an OAuth-style refresh endpoint (`POST /oauth/token`). What it answers comes from a `Script`; what
 goes wrong comes from a `FaultPlan`. Everything is deterministic for a given plan and request order.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import threading
 import time
@@ -57,7 +58,7 @@ _YIELD_EVERY = 4
 
 
 class ConnectionAbort(Exception):
-    """Raised inside a response to make the server drop the connection without finishing the body."""
+    """Raised inside a response to end it unfinished, which makes the server drop the connection."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,21 +141,17 @@ class ProviderApp:
         path: str = scope["path"]
         method: str = scope["method"]
         wire = _WIRES.get(path)
-        if wire is not None:
-            if method != "POST":
-                await respond(send, method_not_allowed(method, path))
-                return
+        if wire is not None and method == "POST":
             await self._model_call(wire, scope, receive, send)
-        elif path == "/oauth/token":
-            if method != "POST":
-                await respond(send, method_not_allowed(method, path))
-                return
+        elif path == "/oauth/token" and method == "POST":
             await self._token_grant(scope, receive, send)
         elif path == "/v1/models" and method == "GET":
             model = {"id": self._settings.model, "object": "model", "created": 0, "owned_by": "turnkeep"}
-            await respond(send, json_response(200, {"object": "list", "data": [model]}))
+            await _drain_and_respond(receive, send, json_response(200, {"object": "list", "data": [model]}))
+        elif wire is not None or path == "/oauth/token":
+            await _drain_and_respond(receive, send, method_not_allowed(method, path))
         else:
-            await respond(send, not_found(method, path))
+            await _drain_and_respond(receive, send, not_found(method, path))
 
     async def _model_call(self, wire: Wire, scope: Scope, receive: Receive, send: Send) -> None:
         self._stats.request(wire.name)
@@ -243,10 +240,13 @@ class ProviderApp:
         watcher = asyncio.create_task(watch_disconnect(receive, gone))
         self._active.add(gone)
         try:
-            if parsed.stream and (fault is None or fault.kind != "whole_answer"):
-                await self._stream(send, wire, reply, meta, fault, gone, request_id)
-            else:
-                await self._whole(send, wire, reply, meta, fault, gone, request_id)
+            # Returning from an unfinished response makes hypercorn close the connection without ending
+            # the body (no last chunk) and log nothing; an exception would be logged as the app's error.
+            with contextlib.suppress(ConnectionAbort):
+                if parsed.stream and (fault is None or fault.kind != "whole_answer"):
+                    await self._stream(send, wire, reply, meta, fault, gone, request_id)
+                else:
+                    await self._whole(send, wire, reply, meta, fault, gone, request_id)
         finally:
             self._active.discard(gone)
             watcher.cancel()
@@ -393,6 +393,13 @@ class ProviderApp:
 
 
 _NOTHING = Reply((), (), "stop", 0)
+
+
+async def _drain_and_respond(receive: Receive, send: Send, response: Response) -> None:
+    """Read the request's body to its end and drop it, then answer: hypercorn keeps a connection open
+    only for a request that was read to its end before the answer ended."""
+    if await read_body(receive, 0) is not None:
+        await respond(send, response)
 
 
 def _reported(meta: Meta, reply: Reply) -> tuple[int, int, int] | None:

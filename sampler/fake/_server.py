@@ -1,10 +1,7 @@
-"""`FakeProvider`: the ASGI app served by uvicorn on a loopback socket, in a thread of its own."""
+"""`FakeProvider`: the ASGI app served by hypercorn on a loopback socket, in a thread of its own."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import socket
 import threading
 import time
@@ -12,13 +9,12 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Literal
 
-import uvicorn
-
-from ._app import ConnectionAbort, ProviderApp, ScriptBook, Settings
+from ._app import ProviderApp, ScriptBook, Settings
 from ._auth import TokenBook, TokenExpiry
 from ._decide import FaultDecider
 from ._overflow import OverflowStyle
 from ._ratelimit import RateLimit
+from ._serving import ServingThread
 from ._stats import ProviderStats, StatsCounter
 from .faults import FaultPlan
 from .script import Script
@@ -114,8 +110,7 @@ class FakeProvider:
         )
         self._state: _State = "new"
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._server: _Server | None = None
+        self._serving: ServingThread | None = None
 
     @property
     def port(self) -> int:
@@ -165,55 +160,37 @@ class FakeProvider:
                 raise FakeProviderError(f"a provider starts once; this one is {self._state}")
             listener = _listen(self._host, self._requested_port)
             self._port = listener.getsockname()[1]
-            _silence_deliberate_aborts()
-            config = uvicorn.Config(
+            serving = ServingThread(
                 self._app,
-                lifespan="off",
-                http="h11",
-                ws="none",
-                interface="asgi3",
-                log_config=None,
-                access_log=False,
-                proxy_headers=False,
-                server_header=False,
-                date_header=False,
-            )
-            ready = threading.Event()
-            server = _Server(config, self._app, ready)
-            failure: list[BaseException] = []
-            thread = threading.Thread(
-                target=_run,
-                args=(server, listener, ready, failure),
+                listener,
                 name=f"fake-provider:{self._port}",
-                daemon=True,
+                grace=_GRACE_SECONDS,
             )
-            self._server = server
-            self._thread = thread
+            self._serving = serving
             self._state = "running"
-            thread.start()
-        if not ready.wait(timeout) or failure:
+        if not serving.start(timeout):
             self.stop(timeout)
-            cause = failure[0] if failure else None
-            raise FakeProviderError(f"the provider did not start within {timeout} s") from cause
+            raise FakeProviderError(f"the provider did not start within {timeout} s") from serving.failure
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """End every open response, close the socket, and join the server thread. Idempotent.
 
-        Raises FakeProviderError if the thread has not ended within `timeout` seconds.
+        Raises FakeProviderError if the thread has not ended within `timeout` seconds, or if called
+        from the provider's own thread.
         """
         with self._lock:
             if self._state != "running":
                 self._state = "stopped"
                 return
             self._state = "stopped"
-            server, thread = self._server, self._thread
-        assert server is not None and thread is not None
-        if thread is threading.current_thread():
-            raise FakeProviderError("the provider cannot be stopped from its own thread")
-        server.request_stop()
-        thread.join(timeout)
-        if thread.is_alive():
+            serving = self._serving
+        assert serving is not None
+        try:
+            ended = serving.stop(timeout)
+        except RuntimeError as exc:
+            raise FakeProviderError("the provider cannot be stopped from its own thread") from exc
+        if not ended:
             raise FakeProviderError(f"the provider thread did not end within {timeout} s")
 
     def __enter__(self) -> FakeProvider:
@@ -258,75 +235,6 @@ def serve_forever(
     return provider.stats
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, told to stop by an event instead of polling, and quick to shut down."""
-
-    def __init__(self, config: uvicorn.Config, app: ProviderApp, ready: threading.Event) -> None:
-        super().__init__(config)
-        self._app = app
-        self._ready = ready
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._stop_requested = False
-        self._stop_lock = threading.Lock()
-
-    def request_stop(self) -> None:
-        """Ask the serving loop to shut down; safe from any thread, before or after it started."""
-        with self._stop_lock:
-            self._stop_requested = True
-            loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop has already closed
-                loop.call_soon_threadsafe(stop.set)
-
-    async def main_loop(self) -> None:
-        stop = asyncio.Event()
-        with self._stop_lock:
-            self._loop = asyncio.get_running_loop()
-            self._stop = stop
-            if self._stop_requested:
-                stop.set()
-        self._ready.set()
-        await stop.wait()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        loop = asyncio.get_running_loop()
-        self._app.begin_close()
-        # Stop accepting, then let connections accepted a moment ago finish attaching before the servers
-        # close: on Python 3.11 a connection that attaches to a closed server leaks its socket.
-        for server in self.servers:
-            for listening in server.sockets:
-                loop.remove_reader(listening.fileno())
-        for _ in range(3):
-            await asyncio.sleep(0)
-        for server in self.servers:
-            server.close()
-        state = self.server_state
-        for connection in list(state.connections):
-            connection.shutdown()
-        deadline = loop.time() + _GRACE_SECONDS
-        while (state.connections or state.tasks) and loop.time() < deadline:
-            await asyncio.sleep(0.005)
-        for task in list(state.tasks):
-            task.cancel()
-        for connection in list(state.connections):
-            connection.transport.close()
-        for server in self.servers:
-            await server.wait_closed()
-
-
-def _run(
-    server: _Server, listener: socket.socket, ready: threading.Event, failure: list[BaseException]
-) -> None:
-    try:
-        asyncio.run(server.serve(sockets=[listener]))
-    except BaseException as exc:  # uvicorn reports a failed startup with SystemExit
-        failure.append(exc)
-    finally:
-        listener.close()
-        ready.set()
-
-
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections; without it, each
@@ -341,21 +249,3 @@ def _listen(host: str, port: int) -> socket.socket:
         listener.close()
         raise
     return listener
-
-
-class _DeliberateAbortFilter(logging.Filter):
-    """Keeps uvicorn from logging the connection drops the fault plan asks for as application errors."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc_info = record.exc_info
-        return not (exc_info and exc_info[0] is not None and issubclass(exc_info[0], ConnectionAbort))
-
-
-_filter_lock = threading.Lock()
-
-
-def _silence_deliberate_aborts() -> None:
-    logger = logging.getLogger("uvicorn.error")
-    with _filter_lock:
-        if not any(isinstance(existing, _DeliberateAbortFilter) for existing in logger.filters):
-            logger.addFilter(_DeliberateAbortFilter())

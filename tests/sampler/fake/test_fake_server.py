@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 
+import h11
 import httpx
 import pytest
 
@@ -96,6 +97,42 @@ def test_unknown_routes_and_methods_get_json_errors(start_provider, http):
     assert missing.json()["error"]["code"] == "unknown_url"
     wrong_method = http.get(provider.base_url + "/chat/completions")
     assert wrong_method.status_code == 405
+
+
+def test_a_connection_stays_open_after_an_unknown_route_whose_body_came_late(start_provider):
+    provider = start_provider()
+    client = h11.Connection(h11.CLIENT)
+    with socket.create_connection(("127.0.0.1", provider.port), timeout=5) as conn:
+        headers = [("host", "x"), ("content-length", "2"), ("expect", "100-continue")]
+        conn.sendall(client.send(h11.Request(method="POST", target="/v1/completions", headers=headers)))
+        first = _next_event(client, conn)
+        assert isinstance(first, h11.InformationalResponse) and first.status_code == 100
+        conn.sendall(client.send(h11.Data(data=b"{}")) + client.send(h11.EndOfMessage()))
+        assert _status_of_whole_response(client, conn) == 404
+        client.start_next_cycle()
+        conn.sendall(client.send(h11.Request(method="GET", target="/v1/models", headers=[("host", "x")])))
+        conn.sendall(client.send(h11.EndOfMessage()))
+        assert _status_of_whole_response(client, conn) == 200
+
+
+def _next_event(client: h11.Connection, conn: socket.socket) -> h11.Event:
+    """The next event the server sends on `conn`; fails if it closes the connection instead."""
+    while True:
+        event = client.next_event()
+        if event is h11.NEED_DATA:
+            client.receive_data(conn.recv(65536))
+            continue
+        assert not isinstance(event, h11.ConnectionClosed), "the server closed the connection"
+        assert isinstance(event, h11.Event)
+        return event
+
+
+def _status_of_whole_response(client: h11.Connection, conn: socket.socket) -> int:
+    status = 0
+    while not isinstance(event := _next_event(client, conn), h11.EndOfMessage):
+        if isinstance(event, h11.Response):
+            status = event.status_code
+    return status
 
 
 def test_models_endpoint_lists_the_configured_model(start_provider, http):
