@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench chaos clean
+.PHONY: demo test test-loaded chaos-short lint bench chaos clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $@ $(STAMP_RUN)
 
 demo: $(STAMP_RUN)
@@ -28,6 +28,15 @@ lint: $(STAMP_TEST)
 
 test: lint
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory chaos-short
+
+# One chaos run at the highest crash rate of `make chaos`: a regression of the core promise fails `make test`.
+chaos-short: $(STAMP_RUN)
+	$(BIN)/turnkeep chaos --seed 1 --sessions 50 --turns 5 --actor-crash-rate 0.1 --fault-profile heavy
+
+# The whole suite three times while every core is kept busy, then once in a shuffled order (not in `make test`).
+test-loaded: $(STAMP_TEST)
+	$(BIN)/python -m tests._under_load --runs 3 --shuffled 1
 
 bench: $(STAMP_TEST)
 	$(BIN)/python bench/run_all.py

@@ -6,6 +6,7 @@ the recovery bridge) are in their own modules. :mod:`turnkeep` is the product's 
 
 from tool_bridge import PermissionDecision
 
+from ._extras import MissingExtra
 from .config import ConfigError, Settings, load_settings
 from .credentials import CredentialProvider, CredentialRefreshError, NoCredentials, OAuthCredential, StaticKey
 from .events import (
@@ -52,6 +53,7 @@ __all__ = [
     "HostBackend",
     "HostError",
     "McpServerStatus",
+    "MissingExtra",
     "NoCredentials",
     "OAuthCredential",
     "PermissionDecision",

@@ -49,6 +49,8 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         McpStartError              a server could not be started (its stderr's tail in the message)
     TelemetryError (RuntimeError, in shell.telemetry, imported only with telemetry on): the metrics port
                                    cannot be bound
+    MissingExtra (ImportError)     an optional feature is used without its extra installed; the message
+                                   says which (``pip install 'turnkeep[serve]'``)
 """
 
 from actors import (
@@ -112,6 +114,7 @@ from shell import (
     HostBackend,
     HostError,
     McpServerStatus,
+    MissingExtra,
     NoCredentials,
     OAuthCredential,
     PermissionDecision,
@@ -296,6 +299,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "EnvPolicyError",
     "McpError",
     "McpSettingsError",
+    "MissingExtra",
     "McpNotInstalled",
     "McpStartError",
     # -- tools ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The command line's entry point: parsing, the sub-commands, and what each exit code means.
 
 Exit codes: 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or configuration error
-(one line on stderr), 130 a turn cancelled by Ctrl-C.
+(one line on stderr; a feature whose extra is not installed is one), 130 a turn cancelled by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from actors import ActorError
 from sampler.fake import PROFILES, FakeProvider, serve_forever
 from tool_bridge.mcp import McpError
 
+from .._extras import MissingExtra
 from ..config import ConfigError
 from ..host import HostError
 from ..store import StoreError
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = _build_parser().parse_args(argv)
     try:
         return _dispatch(options)
-    except (ConfigError, CliUsageError, McpError) as error:
+    except (ConfigError, CliUsageError, McpError, MissingExtra) as error:
         return _fail(EXIT_USAGE, str(error))
     except (HostError, StoreError) as error:
         return _fail(EXIT_FAILED, str(error))

@@ -12,14 +12,19 @@
   (and from there the provider request's header), the tool bridge's ``RunTools`` — and in the stored
   ``TurnStarted`` event, so a host taking over a turn its process did not end continues its trace.
 
-Off unless ``[telemetry] enabled = true``; a host without it does not import this package.
+Off unless ``[telemetry] enabled = true``; a host without it does not import this package. Needs
+``pip install 'turnkeep[telemetry]'``; without it, importing this package raises
+:class:`~shell._extras.MissingExtra` naming that extra.
 """
 
-from ._host import start_host_telemetry
-from ._kinds import actor_kind
-from ._metrics import HostReadings, Instruments
-from ._recorder import TurnRecorder
-from ._setup import Telemetry, TelemetryError, start_telemetry
+from .._extras import needs_extra
+
+with needs_extra("telemetry", "telemetry"):
+    from ._host import start_host_telemetry
+    from ._kinds import actor_kind
+    from ._metrics import HostReadings, Instruments
+    from ._recorder import TurnRecorder
+    from ._setup import Telemetry, TelemetryError, start_telemetry
 
 __all__ = [
     "HostReadings",
