@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 import types
 from collections.abc import Iterator
 
@@ -71,3 +73,22 @@ def test_the_readme_way_in_works() -> None:
     from turnkeep import AgentHost, Host, TurnCompleted
 
     assert (Host, AgentHost, TurnCompleted) == (shell.Host, shell.AgentHost, shell.TurnCompleted)
+
+
+def test_importing_shell_imports_its_modules_only_when_a_name_is_used() -> None:
+    probe = (
+        "import sys, shell\n"
+        "before = sorted(name for name in sys.modules if name.startswith('shell.'))\n"
+        "shell.Host\n"
+        "print(before, 'shell.facade' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert found.stdout.strip() == "[] True"
+
+
+def test_every_name_shell_lists_is_there() -> None:
+    for name in shell.__all__:
+        assert getattr(shell, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = shell.NotAName  # type: ignore[attr-defined]
