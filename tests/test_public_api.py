@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -127,3 +128,22 @@ def test_a_public_class_with_a_repr_of_its_own_names_itself_as_turnkeep_names_it
                 assert re.match(rf"<?turnkeep\.{cls.__name__}\b", repr(sample)), repr(sample)
         finally:
             store.close()
+
+
+def test_importing_shell_imports_its_modules_only_when_a_name_is_used() -> None:
+    probe = (
+        "import sys, shell\n"
+        "before = sorted(name for name in sys.modules if name.startswith('shell.'))\n"
+        "shell.Host\n"
+        "print(before, 'shell.facade' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert found.stdout.strip() == "[] True"
+
+
+def test_every_name_shell_lists_is_there() -> None:
+    for name in shell.__all__:
+        assert getattr(shell, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = shell.NotAName  # type: ignore[attr-defined]

@@ -8,7 +8,8 @@
 4. The status alone.
 
 Each family becomes a kind only at statuses where it makes sense (an image complaint on a 401 is still an
-auth failure). An HTML page contributes only its headline.
+auth failure). A field longer than allowed is an overflow only when the field is part of the conversation
+(a message's content), else a parameter error. An HTML page contributes only its headline.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 
 from ._body import Evidence
 from ._families import Family
+from ._fields import names_the_conversation
 from ._types import LlmErrorKind
 from ._wordings import FIELDS, MEANINGS, NOISE, WORDINGS
 
@@ -40,6 +42,7 @@ _IMAGE_PARAM = re.compile(r"image", re.IGNORECASE)
 _PRECEDENCE = (
     Family.FILTERED,
     Family.OUTPUT_LIMIT,
+    Family.FIELD_LENGTH,
     Family.OVERFLOW,
     Family.MEMORY,
     Family.QUOTA,
@@ -60,6 +63,8 @@ def families_in(evidence: Evidence) -> tuple[set[Family], set[Family]]:
         by_fields.add(Family.IMAGE)
     haystack = _NOISE.sub(" ", " ".join(evidence.texts + evidence.codes + evidence.types)[:_MAX_HAYSTACK])
     by_words = {family for pattern, family in _WORDINGS if pattern.search(haystack)}
+    if Family.FIELD_LENGTH in by_words and names_the_conversation(evidence):
+        by_words = (by_words - {Family.FIELD_LENGTH}) | {Family.OVERFLOW}
     for groups, span, family in _MEANINGS:
         if family not in by_words and _near(groups, span, haystack):
             by_words.add(family)
@@ -124,6 +129,8 @@ def _fit(family: Family, status: int | None, words: set[Family], retry_hinted: b
         return LlmErrorKind.PROVIDER if status is None or (400 <= status < 500 and status != 429) else None
     if family is Family.OUTPUT_LIMIT:
         return LlmErrorKind.PROVIDER if client else None
+    if family is Family.FIELD_LENGTH:
+        return LlmErrorKind.PROVIDER if client and status != 413 else None
     if family is Family.OVERFLOW:
         return LlmErrorKind.CONTEXT_OVERFLOW if client or server or status == 429 else None
     if family is Family.MEMORY:

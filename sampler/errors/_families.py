@@ -16,6 +16,10 @@ class Family(enum.Enum):
     OUTPUT_LIMIT = "output_limit"
     """The requested output alone is larger than the model allows: a parameter error, not an overflow
     (a smaller history cannot help)."""
+    FIELD_LENGTH = "field_length"
+    """A field of the request is longer than the provider allows. Of a field of the conversation (a
+    message's content, the list of messages) it is an overflow; of any other field (``user``, a tool's
+    name or description, metadata) it is a parameter error that no smaller history can help."""
     MEMORY = "memory"
     """The server lacks the memory to load or run the model: fails at once, compaction cannot help."""
     QUOTA = "quota"

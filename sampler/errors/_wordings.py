@@ -78,7 +78,19 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(r"keep the first \d+ tokens when context the overflows", F.OVERFLOW, "LM Studio (reports)"),
     Wording(r"input token count .{0,60}(?:exceeds|only supports up to)", F.OVERFLOW, "Vertex AI (docs)"),
     Wording(r"must have less than \d+ tokens", F.OVERFLOW, "Hugging Face TGI (reports)"),
-    Wording(r"string too long\. expected a string with maximum length", F.OVERFLOW, "OpenAI (reports)"),
+    # -- a field longer than allowed (an overflow only when the field is part of the conversation) --------
+    Wording(
+        r"(?:string|array) too long|expected an? (?:string|array) with maximum length",
+        F.FIELD_LENGTH,
+        "OpenAI: Invalid 'user': string too long. Expected a string with maximum length 64 (reports)",
+    ),
+    Wording(r"(?:string|array)_above_max_length", F.FIELD_LENGTH, "OpenAI: 400 code (reports)"),
+    Wording(
+        r"(?:string|list) should have at most \d+ (?:characters|items)",
+        F.FIELD_LENGTH,
+        "Anthropic, vLLM and other pydantic-validated APIs: metadata.user_id: String should have at most 256"
+        " characters (reports)",
+    ),
     # -- output limits (not overflows) --------------------------------------------------------------------
     Wording(
         r"`?max_(?:completion_)?tokens`? must be less than or equal to",

@@ -1,7 +1,8 @@
-"""The command line's entry point: parsing, the sub-commands, and what each exit code means.
+"""The command line: parsing, the sub-commands, and the exit code each error ends in.
 
-Exit codes: 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or configuration error
-(one line on stderr; a feature whose extra is not installed is one), 130 a turn cancelled by Ctrl-C.
+Exit codes (:mod:`._exit_codes`): 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or
+configuration error (one line on stderr; a feature whose extra is not installed is one), 130 a turn
+cancelled, or the command interrupted, by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from ..config import ConfigError
 from ..host import HostError
 from ..store import StoreError
 from . import _chat, _run, _serve, _sessions
+from ._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ._settings import CliUsageError, add_host_options
-from ._turn_view import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
-__all__ = ["EXIT_CANCELLED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["run_command"]
 
 _FAKE_PORT = 8765  # the port of the default provider.base_url
 
@@ -102,8 +103,11 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: the process's arguments); return the exit code."""
+def run_command(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: the process's arguments); return the exit code.
+
+    A Ctrl-C that is not the command's own to answer propagates as KeyboardInterrupt (the entry point,
+    :func:`shell.cli.main`, answers it)."""
     options = _build_parser().parse_args(argv)
     try:
         return _dispatch(options)
@@ -113,9 +117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_FAILED, str(error))
     except ActorError as error:
         return _fail(EXIT_FAILED, f"the session did not answer ({type(error).__name__}: {error})")
-    except KeyboardInterrupt:
-        sys.stderr.write("\n")
-        return EXIT_CANCELLED
     except BrokenPipeError:
         # The reader went away (``| head``); nothing more can be written, not even at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

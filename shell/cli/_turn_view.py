@@ -17,6 +17,7 @@ from tool_bridge import PermissionDecision, PermissionRequested, ToolAbandoned
 
 from .. import events as ev
 from ..facade import Session
+from ._exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -31,11 +32,6 @@ __all__ = [
     "drive_turn",
     "exit_code",
 ]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CANCELLED = 130
 
 _SESSION_EVENTS: tuple[type, ...] = get_args(ev.SessionEvent)
 _POLL = 0.1

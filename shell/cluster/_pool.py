@@ -85,6 +85,9 @@ class _Slot:
     cursor: int = 0
     up: bool = False
     gone: bool = False
+    starting: bool = False
+    """The pool restarted it and has not seen it since: it is given ``cluster.start_timeout`` to come back,
+    not ``cluster.restart_wait``."""
 
 
 @dataclass(eq=False)
@@ -626,7 +629,7 @@ class HostPool:
                 self._closed.wait(_PAUSE)
                 continue
             if batch.incarnation != slot.incarnation:
-                self._restarted(slot, batch.incarnation)
+                self._restarted(slot, batch.incarnation, batch.pid)
                 continue
             with self._lock:
                 owners = {item.session_id: self._placed.get(item.session_id) for item in batch.items}
@@ -639,12 +642,14 @@ class HostPool:
 
     def _recover(self, slot: _Slot) -> None:
         """The replica stopped answering: wait for it to come back (a new incarnation, or the same one
-        after a pause), else restart it; either way its sessions are placed again."""
+        after a pause, unless the pool has restarted it), else restart it; either way its sessions are
+        placed again. A replica the pool restarted is waited for as long as a replica may take to start."""
         with self._lock:
             slot.up = False
             self._lock.notify_all()
-        deadline = time.monotonic() + self.cluster.restart_wait
+            deadline = time.monotonic() + _patience(self.cluster, starting=slot.starting)
         while not self._stopping:
+            info: wire.ReplicaInfo | None = None
             try:
                 raw = self._request(slot, wire.Ping(), min(2.0, max(deadline - time.monotonic(), 0.1)))
                 info = msgspec.msgpack.decode(raw, type=wire.ReplicaInfo)
@@ -652,38 +657,45 @@ class HostPool:
                 self._lost(slot)
                 return
             except (ReplicaUnreachable, ReplicaError):
-                if self._pause(deadline):
-                    continue
-                logger.warning("replica %s is silent; restarting it", slot.handle.name)
-                slot.handle.restart()
-                self._evacuate(slot)
+                pass
+            if info is not None and info.incarnation != slot.incarnation:
+                self._restarted(slot, info.incarnation, info.pid)
                 return
-            if info.incarnation == slot.incarnation:
+            if info is not None and not slot.starting:
                 with self._lock:
                     slot.up = True
                     self._lock.notify_all()
-            else:
-                self._restarted(slot, info.incarnation, info.pid)
+                return
+            # Silent, or still the incarnation whose restart is under way.
+            if self._pause(deadline):
+                continue
+            logger.warning("replica %s is silent; restarting it", slot.handle.name)
+            with self._lock:
+                slot.starting = True
+            slot.handle.restart()
+            self._evacuate(slot)
             return
 
     def _restarted(self, slot: _Slot, incarnation: str, pid: int | None = None) -> None:
+        """The replica answers as a new ``incarnation``: it is up again, with the pid of that incarnation
+        (None when it cannot be asked), and its sessions of the old one are placed again."""
         logger.info("replica %s restarted; placing its sessions again", slot.handle.name)
-        with self._lock:
-            slot.incarnation, slot.cursor, slot.up = incarnation, 0, True
-            if pid is not None:
-                slot.pid = pid
-            self._lock.notify_all()
         if pid is None:
-            self._refresh_pid(slot)
+            pid = self._pid_of(slot, incarnation)
+        with self._lock:
+            slot.incarnation, slot.cursor, slot.pid = incarnation, 0, pid
+            slot.up, slot.starting = True, False
+            self._lock.notify_all()
         self._evacuate(slot, keep=incarnation)
 
-    def _refresh_pid(self, slot: _Slot) -> None:
+    def _pid_of(self, slot: _Slot, incarnation: str) -> int | None:
+        """The process id of the replica's ``incarnation``; None when it does not say so in time."""
         try:
-            info = msgspec.msgpack.decode(self._request(slot, wire.Ping(), 2.0), type=wire.ReplicaInfo)
+            raw = self._request(slot, wire.Ping(), self.cluster.call_timeout)
+            info = msgspec.msgpack.decode(raw, type=wire.ReplicaInfo)
         except Exception:
-            return
-        if info.incarnation == slot.incarnation:
-            slot.pid = info.pid
+            return None
+        return info.pid if info.incarnation == incarnation else None
 
     def _lost(self, slot: _Slot) -> None:
         logger.warning("replica %s is gone for good; moving its sessions", slot.handle.name)
@@ -711,3 +723,9 @@ class HostPool:
             except Exception as exc:
                 logger.warning("session %s could not be placed again: %s", placed.id, exc)
                 self._end_pending(placed, "interrupted")
+
+
+def _patience(cluster: ClusterSettings, *, starting: bool) -> float:
+    """Seconds a replica that does not answer is waited for before the pool restarts it: a replica the pool
+    has just restarted is given the time a replica may take to start, any other ``cluster.restart_wait``."""
+    return max(cluster.start_timeout, cluster.restart_wait) if starting else cluster.restart_wait

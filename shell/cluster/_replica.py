@@ -74,7 +74,7 @@ class ReplicaCore:
                 start = after if incarnation == self.incarnation else 0
                 taken = self._outbox.take(start, min(wait, _MAX_POLL_WAIT))
                 items = [wire.Item(seq, sid, msgspec.Raw(body)) for seq, sid, body in taken]
-                return wire.Batch(self.incarnation, items)
+                return wire.Batch(self.incarnation, items, os.getpid())
             case wire.Deliver(session_id, message):
                 return self._address(session_id).ask(message)
             case wire.OpenSession(session_id, workspace):

@@ -159,10 +159,12 @@ class Item(msgspec.Struct, frozen=True, array_like=True):
 
 
 class Batch(msgspec.Struct, frozen=True):
-    """The answer to :class:`Poll`: the outbox's events after the acknowledged one."""
+    """The answer to :class:`Poll`: the outbox's events after the acknowledged one, and who answers (the
+    incarnation and the process id of the replica)."""
 
     incarnation: str
     items: list[Item]
+    pid: int | None = None
 
 
 class ReplicaInfo(msgspec.Struct, frozen=True):

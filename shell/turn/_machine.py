@@ -8,7 +8,9 @@ of inputs (duplicated, reordered, lost, stale):
 - every turn is bounded: at most ``max_steps`` model steps, a bounded number of recoveries per step
   (credential refreshes and compactions by the :class:`~shell.bridge.RecoveryBridge`, lost steps by
   :data:`MAX_LOST_STEPS`), so a world that keeps answering ends it;
-- an ``Ask…`` action or ``Finish`` is always the last action of a list.
+- an ``Ask…`` action or ``Finish`` is always the last action of a list;
+- every tool call it reports finished (``ToolCallFinished``) it reported started before, once, even a call
+  refused, invalid or stopped before its tool ran.
 
 It is one module, longer than most, because it is one state machine: its transitions share the turn's
 state, and splitting them would spread one table of phases over several files.
@@ -213,6 +215,8 @@ class TurnMachine:
         self._window = 0
         self._proactive_done = False
         self._calls: dict[str, ToolCall] = {}
+        self._started: set[str] = set()
+        """The calls of ``_calls`` whose start was reported (a ``ToolCallStarted`` emitted)."""
         self._compaction: CompactionTask | None = None
         self._summaries: list[str] = []
         self._purpose = _Purpose.PROACTIVE
@@ -491,6 +495,7 @@ class TurnMachine:
         answer = message.message
         actions.append(AppendMessage(answer))
         self._calls = {call.id: call for call in answer.tool_calls}
+        self._started = set()
         self._open_calls = dict(self._calls)
         if self.cancelling is not None:
             return self._cancelled(self.cancelling, actions)
@@ -693,12 +698,16 @@ class TurnMachine:
     def _tool_began(self, message: ToolCallBegan, now: float) -> list[TurnAction]:
         if self.phase is not Phase.TOOLS or message.batch_id != self.batch_id:
             return []
-        call = self._calls.get(message.call_id)
+        return self._report_started(message.call_id, message.tool)
+
+    def _report_started(self, call_id: str, tool: str) -> list[TurnAction]:
+        """A ``ToolCallStarted`` for the call, unless one was reported already: each call starts once."""
+        if call_id in self._started:
+            return []
+        self._started.add(call_id)
+        call = self._calls.get(call_id)
         arguments = call.arguments if call is not None else ""
-        started = ev.ToolCallStarted(
-            self.settings.session_id, self.number, message.call_id, message.tool, arguments
-        )
-        return [Emit(started)]
+        return [Emit(ev.ToolCallStarted(self.settings.session_id, self.number, call_id, tool, arguments))]
 
     def _tools_finished(self, message: ToolsFinished, now: float) -> list[TurnAction]:
         if self.phase is not Phase.TOOLS or message.batch_id != self.batch_id:
@@ -714,6 +723,8 @@ class TurnMachine:
             )
             result = ToolResult(call_id, outcome.content, outcome.is_error)
             actions.append(AppendMessage(ToolMessage(result)))
+            # A call refused, invalid or stopped before its tool ran was never reported started.
+            actions += self._report_started(call_id, outcome.tool)
             finished = ev.ToolCallFinished(
                 self.settings.session_id,
                 self.number,

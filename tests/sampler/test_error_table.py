@@ -89,6 +89,50 @@ def test_a_request_larger_than_the_per_minute_limit_is_overflow_but_a_full_minut
     assert classify_http_error(429, full, {}).kind is K.RATE_LIMIT
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Invalid 'user': string too long. Expected a string with maximum length 64, but got a string "
+        "with length 80 instead.",
+        "Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, "
+        "but got a string with length 65 instead.",
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array "
+        "with length 129 instead.",
+        "Invalid 'metadata.input_summary': string too long. Expected a string with maximum length 512, "
+        "but got a string with length 513 instead.",
+        "Invalid 'instructions': string too long. Expected a string with maximum length 1048576, but "
+        "got a string with length 1048577 instead.",
+        "metadata.user_id: String should have at most 256 characters",
+        "tools.0.custom.description: String should have at most 1024 characters",
+        "body.stop: List should have at most 4 items after validation, not 5",
+    ],
+)
+def test_a_field_longer_than_allowed_is_a_parameter_error_not_an_overflow(message: str) -> None:
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+
+    error = classify_http_error(400, body, {})
+
+    assert (error.kind, error.message) == (K.PROVIDER, message)
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ("messages[2].content", "Invalid 'messages[2].content': string too long."),
+        ("input[4].content[0].text", "Invalid 'input[4].content[0].text': string too long."),
+        ("messages", "Invalid 'messages': array too long."),
+        (None, "messages.3.content.0.text: String should have at most 10485760 characters"),
+        (None, "contents[7].parts[0].text: String should have at most 10485760 characters"),
+    ],
+)
+def test_a_part_of_the_conversation_longer_than_allowed_is_an_overflow(
+    param: str | None, message: str
+) -> None:
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param}})
+
+    assert classify_http_error(400, body, {}).kind is K.CONTEXT_OVERFLOW
+
+
 def test_html_boilerplate_never_decides_the_kind() -> None:
     page = (
         "<html><head><title>example.com | 524: A timeout occurred</title></head><body>"

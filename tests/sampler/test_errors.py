@@ -148,6 +148,34 @@ CASES = [
     ),
     pytest.param(
         400,
+        j(
+            {
+                "error": {
+                    "message": "Invalid 'user': string too long. Expected a string with maximum "
+                    "length 64, but got a string with length 80 instead.",
+                    "type": "invalid_request_error",
+                    "param": "user",
+                    "code": "string_above_max_length",
+                }
+            }
+        ),
+        {},
+        K.PROVIDER,
+        id="openai-user-field-too-long-is-no-overflow",
+    ),
+    pytest.param(
+        400,
+        openai(
+            "Invalid 'messages[1].content': string too long. Expected a string with maximum length "
+            "10485760, but got a string with length 10485761 instead.",
+            code="string_above_max_length",
+        ),
+        {},
+        K.CONTEXT_OVERFLOW,
+        id="openai-message-content-too-long-is-overflow",
+    ),
+    pytest.param(
+        400,
         openai("Invalid content type. image_url is only supported by certain models."),
         {},
         K.IMAGE_FORMAT,
@@ -1387,6 +1415,20 @@ def test_errors_inside_a_stream_are_classified_like_http_errors(payload, event, 
     assert error.kind is kind
     assert error.status == status
     assert error.message
+
+
+def test_a_field_too_long_inside_a_stream_fails_at_once_with_the_providers_words():
+    message = (
+        "Invalid 'user': string too long. Expected a string with maximum length 64, but got a string with "
+        "length 80 instead."
+    )
+    payload = {
+        "error": {"message": message, "type": "invalid_request_error", "code": "string_above_max_length"}
+    }
+
+    error = classify_stream_error(payload, None)
+
+    assert (error.kind, error.status, error.message) == (K.PROVIDER, 400, message)
 
 
 def test_a_decoded_mapping_is_accepted_as_the_stream_payload():

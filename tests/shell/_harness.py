@@ -49,6 +49,7 @@ class Harness:
         idle_timeout: float = 10.0,
         step_probe_after: float = 30.0,
         telemetry: Any = None,
+        policy: PermissionPolicy | None = None,
     ) -> None:
         self.tmp_path = tmp_path
         self.provider = provider
@@ -67,6 +68,8 @@ class Harness:
         self.report: Any = None
         self.telemetry = telemetry
         """A :class:`shell.telemetry.Telemetry` told of every turn and supervision fact, or None."""
+        self.policy = policy or PermissionPolicy([PermissionRule("*", "allow")])
+        """The permission policy of every session (default: every tool allowed)."""
         if telemetry is not None:
             self.system.observe(telemetry.supervision)
             self.system.dead_letters.subscribe(telemetry.dead_letter)
@@ -95,7 +98,7 @@ class Harness:
             workspace=workspace,
             credentials=self.credentials,
             registry=builtin_registry(),
-            policy=PermissionPolicy([PermissionRule("*", "allow")]),
+            policy=self.policy,
             tools=self.tools,
             chaos=self.chaos,
         )

@@ -28,6 +28,7 @@ from sampler import (
     Usage,
     UserMessage,
 )
+from shell import events as ev
 from shell import turn as tm
 from shell._protocol import BuiltRequest, CompactionTask
 from shell.bridge import RecoveryBridge
@@ -95,6 +96,7 @@ class TurnModel(RuleBasedStateMachine):
         self.asked: Any = None
         self.open_request: str | None = None
         self.open_calls: set[str] = set()
+        self.started: set[str] = set()
 
     def feed(self, message: tm.TurnInput) -> list[tm.TurnAction]:
         was_ended = self.machine.ended
@@ -109,6 +111,7 @@ class TurnModel(RuleBasedStateMachine):
                 assert index == len(actions) - 1, f"{action} is not the last action of {actions}"
             self.check_history(action)
             self.check_one_step_at_a_time(action)
+            self.check_calls_start_before_they_finish(action)
             if isinstance(action, tm.Finish):
                 self.finishes += 1
         if actions and isinstance(actions[-1], ASKS):
@@ -233,6 +236,16 @@ class TurnModel(RuleBasedStateMachine):
             assert not self.open_calls, (
                 f"{type(action).__name__} while calls {self.open_calls} have no result"
             )
+
+    def check_calls_start_before_they_finish(self, action: tm.TurnAction) -> None:
+        """Every call of an answer the turn reports finished, it reported started before, once."""
+        if isinstance(action, tm.AppendMessage) and isinstance(action.message, AssistantMessage):
+            self.started = set()
+        if isinstance(action, tm.Emit) and isinstance(action.event, ev.ToolCallStarted):
+            assert action.event.call_id not in self.started, f"{action.event.call_id} started twice"
+            self.started.add(action.event.call_id)
+        if isinstance(action, tm.Emit) and isinstance(action.event, ev.ToolCallFinished):
+            assert action.event.call_id in self.started, f"{action.event.call_id} finished, never started"
 
     def check_one_step_at_a_time(self, action: tm.TurnAction) -> None:
         """A request is sent only when the previous one has its outcome or was stopped; ids are unique."""

@@ -364,6 +364,76 @@ TABLE: list[Body] = [
     ),
     Body(
         "OpenAI",
+        "report: a parameter's length is not the context window",
+        400,
+        oai(
+            "Invalid 'user': string too long. Expected a string with maximum length 64, but got a string with length 80 "
+            "instead.",
+            param="user",
+            code="string_above_max_length",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: a tool's name above the name limit",
+        400,
+        oai(
+            "Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, but got a "
+            "string with length 71 instead.",
+            param="tools[0].function.name",
+            code="string_above_max_length",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: a tool's description above the description limit",
+        400,
+        oai(
+            "Invalid 'tools[3].function.description': string too long. Expected a string with maximum length 1024, but "
+            "got a string with length 4210 instead.",
+            param="tools[3].function.description",
+            code="string_above_max_length",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: more tools than the tool limit",
+        400,
+        oai(
+            "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length "
+            "143 instead.",
+            param="tools",
+            code="array_above_max_length",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: a field's length named without the field",
+        400,
+        oai(
+            "String too long. Expected a string with maximum length 512, but got a string with length 600 instead.",
+            code="string_above_max_length",
+        ),
+        K.PROVIDER,
+    ),
+    Body(
+        "OpenAI",
+        "report: Responses API, a message's text above the string limit",
+        400,
+        oai(
+            "Invalid 'input[4].content[0].text': string too long. Expected a string with maximum length 10485760, but "
+            "got a string with length 10502144 instead.",
+            param="input[4].content[0].text",
+            code="string_above_max_length",
+        ),
+        K.CONTEXT_OVERFLOW,
+    ),
+    Body(
+        "OpenAI",
         "docs: safety",
         400,
         oai(
@@ -480,6 +550,23 @@ TABLE: list[Body] = [
         400,
         ant("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"),
         K.CONTEXT_OVERFLOW,
+    ),
+    Body(
+        "Anthropic",
+        "report: metadata.user_id above its length limit",
+        400,
+        ant("invalid_request_error", "metadata.user_id: String should have at most 256 characters"),
+        K.PROVIDER,
+    ),
+    Body(
+        "Anthropic",
+        "report: a tool's input_schema description above its length limit",
+        400,
+        ant(
+            "invalid_request_error",
+            "tools.2.custom.input_schema.description: String should have at most 1024 characters",
+        ),
+        K.PROVIDER,
     ),
     Body(
         "Anthropic",

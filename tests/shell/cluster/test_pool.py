@@ -38,12 +38,16 @@ from shell.host import HostError  # noqa: E402
 from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E402
 from shell.store import SessionStore  # noqa: E402
 from tests._events import without_usage  # noqa: E402
+from tests._waiting import wait_until  # noqa: E402
 from tests.shell._settings import settings_for as shared_settings_for  # noqa: E402
 
 SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
 """A turn that spends 4 s in a tool: long enough to kill its replica under it."""
 QUICK = " [[script:echo]]"
 """Appended to a prompt after a slow one: the fake model answers the newest directive."""
+
+PATIENCE = 60.0
+"""Seconds a test waits for the pool to notice a silent replica, restart it and move its sessions."""
 
 CLUSTER = ClusterSettings(backend="ray", replicas=2, replica_cpus=0.5, call_timeout=15.0, restart_wait=15.0)
 
@@ -288,8 +292,9 @@ def test_a_replica_gone_for_good_hands_its_sessions_to_the_other(
 def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
     provider: FakeProvider, local_ray: None, tmp_path: Path
 ) -> None:
+    # Long enough for a busy machine's replicas to answer and to start: only the stopped one is silent.
     cluster = ClusterSettings(
-        backend="ray", replicas=2, replica_cpus=0.25, call_timeout=1.0, restart_wait=1.0
+        backend="ray", replicas=2, replica_cpus=0.25, call_timeout=10.0, restart_wait=3.0
     )
     with PoolHost(settings_for(provider, tmp_path), cluster=cluster) as pooled:
         pool = pooled.pool
@@ -298,15 +303,15 @@ def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
         doomed = replica_of(pool, session.id)
         os.kill(doomed.pid, signal.SIGSTOP)
         try:
-            deadline = time.monotonic() + 20
-            while pool.placement(session.id) in (doomed.name, None):
-                assert time.monotonic() < deadline, "the session never moved"
-                time.sleep(0.05)
+            moved = wait_until(lambda: pool.placement(session.id) not in (doomed.name, None), PATIENCE)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(doomed.pid, signal.SIGCONT)
+        assert moved, "the session never moved"
         assert without_usage(session.run("after")) == ev.TurnCompleted(session.id, 2, "echo: after", 1)
-        assert wait_until_up(pool, doomed.name).pid != doomed.pid
+        restarted = wait_until_up(pool, doomed.name, PATIENCE)
+        assert restarted.incarnation != doomed.incarnation
+        assert restarted.pid not in (doomed.pid, None)
 
 
 # -- the same ways in --------------------------------------------------------------------------------------

@@ -16,9 +16,10 @@ from shell.credentials import OAuthCredential
 from shell.messages import Cancel
 from shell.session import SessionChaos
 from shell.turn import MAX_LOST_STEPS
-from tests._events import without_usage
+from tests._events import finished_before_started, without_usage
 from tests.actors.conftest import system_threads
 from tests.shell._harness import Harness, of
+from tool_bridge import PermissionPolicy, PermissionRule
 
 WRITE_THEN_ANSWER = Script.task(
     [
@@ -59,6 +60,38 @@ def test_a_turn_with_tools_completes_and_everything_is_stored(tmp_path: Path, le
     assert stored_types(harness)[-1] == "TurnCompleted"
     assert "TextDelta" not in stored_types(harness)
     assert report.clean
+
+
+def test_every_tool_call_reported_finished_was_reported_started_whatever_ended_it(
+    tmp_path: Path, leak_check: None
+) -> None:
+    calls = ToolStep(
+        [
+            ("write_file", {"path": "refused.txt", "content": "no"}),
+            ("no_such_tool", {}),
+            ("read_file", {"not_a_path": 1}),
+            ("write_file", {"path": "refused.txt", "content": "no"}),
+            ("read_file", {"path": "notes.txt"}),
+        ]
+    )
+    refusing = PermissionPolicy([PermissionRule("write_file", "deny"), PermissionRule("*", "allow")])
+    with FakeProvider(Script.task([calls, FinalAnswer("Tried.")])) as provider:
+        harness = Harness(tmp_path, provider, policy=refusing)
+        session = harness.open()
+        (tmp_path / "ws-s1" / "notes.txt").write_text("hello")
+        events = harness.turn(session, "try everything")
+        harness.close()
+    finished = of(events, ev.ToolCallFinished)
+    assert [(f.tool, f.is_error) for f in finished] == [
+        ("write_file", True),
+        ("no_such_tool", True),
+        ("read_file", True),
+        ("write_file", True),
+        ("read_file", False),
+    ]
+    assert finished_before_started(events) == []
+    started = [e.call_id for e in of(events, ev.ToolCallStarted)]
+    assert sorted(started) == sorted(f.call_id for f in finished), "each call is started once"
 
 
 def test_an_expired_token_is_refreshed_and_the_turn_completes(tmp_path: Path, leak_check: None) -> None:
