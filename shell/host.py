@@ -397,6 +397,7 @@ class AgentHost:
             )
         servers = self.mcp.session_handles()
         registry = self.mcp.registry(self._registry(), servers)
+        registry.override_idempotency(s.tools.idempotency_classes())
         parts = SessionParts(
             options=session_options(s, session_id),
             chat=chat_options(s, session_id),

@@ -4,6 +4,9 @@ Define tools (`Tool`, `tool`) in a `ToolRegistry` (the built-in ones: `builtin_r
 what with a `PermissionPolicy`, and run the model's calls with a `ToolSupervisor`: it answers every
 `RunTools` with exactly one `ToolsFinished`, one `ToolOutcome` per call, whatever the tools do.
 
+Every tool declares its `Idempotency` class (side-effecting unless it says otherwise), which decides whether
+a call interrupted by the end of its host is run again; `ToolRegistry.idempotency_of` answers it by name.
+
 What a command started for a tool sees of the host is decided by `tool_environment` (an `EnvPolicy`,
 credentials always left out) and, for the ``shell`` tool on Linux, confined by a bubblewrap `Sandbox`.
 """
@@ -46,6 +49,7 @@ from .environment import (
     is_secret_name,
     tool_environment,
 )
+from .idempotency import Idempotency
 from .messages import (
     AbortTools,
     RunTools,
@@ -123,6 +127,7 @@ __all__ = [
     "EditFileArgs",
     "EnvPolicy",
     "EnvPolicyError",
+    "Idempotency",
     "ListDirArgs",
     "PermissionConfigError",
     "PermissionDecision",

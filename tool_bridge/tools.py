@@ -25,6 +25,7 @@ from tool_bridge._process import (
     ProcessResult,
     run_process_group,
 )
+from tool_bridge.idempotency import Idempotency
 from tool_bridge.results import ToolOutcome, ToolResultError, ToolStatus
 
 __all__ = [
@@ -126,7 +127,10 @@ class Tool(Generic[A]):
     model's arguments are decoded into it.  ``fn`` matches ``kind``: an async function for
     ``ASYNC``, a blocking one for ``THREAD`` and ``PROCESS``.  ``parallel_safe`` says calls may run
     concurrently with other calls.  ``timeout`` (seconds) bounds a call; a ``PROCESS`` tool may set
-    its own per call in its `ProcessSpec`.  Raises `ToolDefinitionError` when any of this is wrong.
+    its own per call in its `ProcessSpec`.  ``idempotency`` is what running a call again does (see
+    `Idempotency`); a tool that does not say is ``SIDE_EFFECTING``.  It is not part of `spec`: the model
+    is offered the same definition whatever the class.  Raises `ToolDefinitionError` when any of this is
+    wrong.
     """
 
     name: str
@@ -136,6 +140,7 @@ class Tool(Generic[A]):
     kind: ToolKind = ToolKind.ASYNC
     parallel_safe: bool = False
     timeout: float = DEFAULT_TOOL_TIMEOUT
+    idempotency: Idempotency = Idempotency.SIDE_EFFECTING
     parameters: dict[str, Any] = dataclasses.field(init=False, repr=False, compare=False)
     """The JSON schema of ``args_type``: one object shared by every tool of that type, never to be
     changed (``spec()`` gives a copy of it)."""
@@ -159,6 +164,10 @@ class Tool(Generic[A]):
             )
         if not self.timeout > 0:
             raise ToolDefinitionError(f"tool {self.name!r}: timeout must be > 0, got {self.timeout}")
+        if not isinstance(self.idempotency, Idempotency):
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: idempotency must be an Idempotency, got {self.idempotency!r}"
+            )
         try:
             parameters = _parameters_schema(self.args_type)
         except TypeError as exc:
@@ -212,12 +221,14 @@ def tool(
     kind: ToolKind | None = None,
     parallel_safe: bool = False,
     timeout: float = DEFAULT_TOOL_TIMEOUT,
+    idempotency: Idempotency = Idempotency.SIDE_EFFECTING,
 ) -> Callable[[ToolFunction[A]], Tool[A]]:
     """Make a `Tool` of the decorated function.
 
     The name defaults to the function's, the description to its docstring, the arguments type to
-    the annotation of its first parameter, and the kind to ``ASYNC`` for an async function and
-    ``THREAD`` otherwise (``PROCESS`` must be asked for).  Raises `ToolDefinitionError`.
+    the annotation of its first parameter, the kind to ``ASYNC`` for an async function and
+    ``THREAD`` otherwise (``PROCESS`` must be asked for), and the idempotency class to
+    ``SIDE_EFFECTING``.  Raises `ToolDefinitionError`.
     """
 
     def decorate(fn: ToolFunction[A]) -> Tool[A]:
@@ -236,18 +247,55 @@ def tool(
             kind=chosen,
             parallel_safe=parallel_safe,
             timeout=timeout,
+            idempotency=idempotency,
         )
 
     return decorate
 
 
 class ToolRegistry:
-    """The tools offered to the model, by name, in registration order."""
+    """The tools offered to the model, by name, in registration order, and the idempotency class of each
+    (`idempotency_of`).
 
-    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+    ``idempotency`` sets the class of tools by name over the one they declare (see
+    `override_idempotency`).
+    """
+
+    def __init__(
+        self, tools: Iterable[Tool[Any]] = (), *, idempotency: Mapping[str, Idempotency] | None = None
+    ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._idempotency: dict[str, Idempotency] = {}
         for each in tools:
             self.register(each)
+        self.override_idempotency(idempotency or {})
+
+    def override_idempotency(self, classes: Mapping[str, Idempotency]) -> None:
+        """Set the idempotency class of the tools named in ``classes`` over the one they declare, a name
+        set again replacing its earlier class. A name need not be registered: it applies to a tool of
+        that name registered later (an MCP server's tool listed at run time). Raises
+        `ToolDefinitionError` for a class that is not an `Idempotency`."""
+        for name, chosen in classes.items():
+            if not isinstance(chosen, Idempotency):
+                raise ToolDefinitionError(
+                    f"the idempotency class of {name!r} must be an Idempotency, got {chosen!r}"
+                )
+        self._idempotency.update(classes)
+
+    @property
+    def idempotency_overrides(self) -> Mapping[str, Idempotency]:
+        """The classes set by name (`override_idempotency`), a copy."""
+        return dict(self._idempotency)
+
+    def idempotency_of(self, name: str) -> Idempotency:
+        """The idempotency class of the tool the model calls ``name``: the one set for that name if any,
+        else the one the tool declares (for an MCP registry, as its server lists it now), else (no such
+        tool) ``SIDE_EFFECTING``. Never raises."""
+        chosen = self._idempotency.get(name)
+        if chosen is not None:
+            return chosen
+        found = self.get(name)
+        return Idempotency.SIDE_EFFECTING if found is None else found.idempotency
 
     def register(self, tool: Tool[A]) -> Tool[A]:
         """Add ``tool``; raises `ToolDefinitionError` if its name is already registered."""

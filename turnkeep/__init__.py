@@ -171,6 +171,7 @@ from shell.store import (
 from tool_bridge import (
     EnvPolicy,
     EnvPolicyError,
+    Idempotency,
     PermissionConfigError,
     PermissionPolicy,
     PermissionRequested,
@@ -310,6 +311,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "ToolBridgeSettings",
     "ToolContext",
     "ToolRegistry",
+    "Idempotency",
     "builtin_registry",
     "tool",
     "EnvPolicy",

@@ -130,7 +130,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 _PATH_SUFFIX = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `(?P<field>[^`]*)`")
-_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+(?:\.[a-z_]+)+): (?P<problem>.*)$", re.DOTALL)
+# A key's last parts may be names (of tools: ``tools.idempotency.git__status``).
+_OWN_MESSAGE = re.compile(r"^(?P<key>[a-z_]+(?:\.[A-Za-z0-9_-]+)+): (?P<problem>.*)$", re.DOTALL)
 
 
 def _explain(text: str) -> tuple[str, str]:

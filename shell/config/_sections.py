@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from sampler.retry import RetryPolicy
+from tool_bridge import Idempotency
 from tool_bridge.mcp.settings import McpServerSettings
 
 from ..usage import Price
@@ -20,7 +21,7 @@ from ._checks import is_int, is_number
 from ._cluster import ClusterSettings
 from ._gate import ProviderLimits
 from ._telemetry import TelemetrySettings
-from ._tools import ToolEnvSettings, ToolSandboxSettings
+from ._tools import ToolEnvSettings, ToolSandboxSettings, idempotency_classes
 
 __all__ = [
     "SECTIONS",
@@ -237,10 +238,15 @@ class ToolSettings(_Section, frozen=True):
     """``[tools.env]``: what ``shell`` commands see of the host's environment."""
     sandbox: ToolSandboxSettings = msgspec.field(default_factory=ToolSandboxSettings)
     """``[tools.sandbox]``: whether ``shell`` commands run in the bubblewrap sandbox."""
+    idempotency: dict[str, object] = msgspec.field(default_factory=dict)
+    """``[tools.idempotency]``: ``NAME = "read_only" | "idempotent" | "side_effecting"``, the idempotency
+    class of the tool the model calls ``NAME`` (an MCP tool by its ``server__tool`` name) over the one it
+    declares. A name no tool has is allowed: it applies once a tool of that name appears."""
 
     def __post_init__(self) -> None:
         for key in ("allow", "deny", "ask"):
             self._names(key)
+        idempotency_classes(self.idempotency)
         for key in ("shell_timeout", "shell_max_timeout", "kill_after", "permission_timeout"):
             self._number(key, 0, inclusive=False)
         self._number("abort_grace", 0)
@@ -256,6 +262,11 @@ class ToolSettings(_Section, frozen=True):
                 "kill_after",
                 f"must not be less than tools.abort_grace ({self.abort_grace:g}), got {self.kill_after:g}",
             )
+
+    def idempotency_classes(self) -> dict[str, Idempotency]:
+        """``[tools.idempotency]`` as the classes a session's tool registry is given
+        (:meth:`tool_bridge.ToolRegistry.override_idempotency`)."""
+        return idempotency_classes(self.idempotency)
 
 
 class StoreSettings(_Section, frozen=True):

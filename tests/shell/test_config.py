@@ -17,6 +17,7 @@ from shell.config import (
     WindowSettings,
     load_settings,
 )
+from tool_bridge import Idempotency
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -335,3 +336,72 @@ def test_settings_are_frozen_and_replacing_values_validates_them_again():
     assert msgspec.structs.replace(settings.window, context_window=10000).context_window == 10000
     with pytest.raises(ValueError, match=r"window\.max_output_tokens"):
         msgspec.structs.replace(settings.window, context_window=1000)
+
+
+# --- The idempotency classes of tools ----------------------------------------------------------------------
+
+
+def test_tools_idempotency_sets_classes_by_tool_name_even_of_tools_not_known_yet(tmp_path):
+    path = write(
+        tmp_path,
+        '[tools.idempotency]\nshell = "read_only"\ngit__git_status = "idempotent"\n'
+        'edit_file = "side_effecting"\n',
+    )
+
+    settings = load_settings(path, {})
+
+    assert settings.tools.idempotency_classes() == {
+        "shell": Idempotency.READ_ONLY,
+        "git__git_status": Idempotency.IDEMPOTENT,
+        "edit_file": Idempotency.SIDE_EFFECTING,
+    }
+    assert Settings().tools.idempotency_classes() == {}
+
+
+def test_tools_idempotency_from_the_environment():
+    settings = load_settings(None, {"TURNKEEP_TOOLS__IDEMPOTENCY": "shell=idempotent,fx__echo=read_only"})
+
+    assert settings.tools.idempotency_classes() == {
+        "shell": Idempotency.IDEMPOTENT,
+        "fx__echo": Idempotency.READ_ONLY,
+    }
+
+
+def test_an_unknown_idempotency_class_names_the_key_and_the_allowed_values(tmp_path):
+    error = error_of(write(tmp_path, '[tools.idempotency]\nfx__Echo-2 = "safe"\n'))
+
+    assert error.key == "tools.idempotency.fx__Echo-2"
+    assert (
+        "tools.idempotency.fx__Echo-2: expected one of 'read_only', 'idempotent', 'side_effecting', "
+        "got 'safe'"
+    ) in str(error)
+
+
+def test_an_unknown_idempotency_class_from_the_environment_names_the_variable():
+    error = error_of(TURNKEEP_TOOLS__IDEMPOTENCY="shell=readonly")
+
+    assert error.key == "tools.idempotency.shell"
+    assert "got 'readonly'" in str(error) and "TURNKEEP_TOOLS__IDEMPOTENCY" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "problem"),
+    [
+        (
+            '[tools.idempotency]\n"git.status" = "read_only"',
+            "tools.idempotency.git.status",
+            "not a tool name",
+        ),
+        (
+            "[tools.idempotency]\nshell = true",
+            "tools.idempotency.shell",
+            "expected one of 'read_only', 'idempotent', 'side_effecting', got True",
+        ),
+        ('[tools]\nidempotency = "read_only"', "tools.idempotency", "expected table, got str"),
+    ],
+)
+def test_a_tools_idempotency_entry_that_cannot_be_one_names_the_key(tmp_path, toml, key, problem):
+    error = error_of(write(tmp_path, toml + "\n"))
+
+    assert error.key == key
+    assert f"{key}: {problem}" in str(error)

@@ -46,7 +46,20 @@ def builtin_registry(
     shell_sandbox: Sandbox | None = None,
 ) -> ToolRegistry:
     """A new registry holding the five built-in tools: shell, read_file, write_file, edit_file, list_dir;
-    ``shell_env`` and ``shell_sandbox`` are the ``shell`` tool's environment and sandbox (`shell_tool`)."""
+    ``shell_env`` and ``shell_sandbox`` are the ``shell`` tool's environment and sandbox (`shell_tool`).
+
+    Their idempotency classes (`tool_bridge.Idempotency`):
+
+    ==============  ================  =====================================================================
+    tool            class             why
+    ==============  ================  =====================================================================
+    ``read_file``   read-only         it only reads a file
+    ``list_dir``    read-only         it only reads a directory
+    ``write_file``  idempotent        the same content written again leaves the same file
+    ``edit_file``   side-effecting    run again, it fails (``old`` is gone) or replaces a second time
+    ``shell``       side-effecting    a command line can do anything
+    ==============  ================  =====================================================================
+    """
     shell = shell_tool(
         default_timeout=shell_default_timeout,
         max_timeout=shell_max_timeout,

@@ -15,6 +15,7 @@ from typing import Annotated
 import msgspec
 
 from tool_bridge.builtins._workspace import display_path, resolve_in_workspace
+from tool_bridge.idempotency import Idempotency
 from tool_bridge.tools import Tool, ToolContext, ToolError, ToolKind
 
 __all__ = [
@@ -204,8 +205,9 @@ READ_FILE = Tool(
     kind=ToolKind.THREAD,
     parallel_safe=True,
     timeout=_FILE_TOOL_TIMEOUT,
+    idempotency=Idempotency.READ_ONLY,
 )
-"""The ``read_file`` tool."""
+"""The ``read_file`` tool; read-only."""
 
 WRITE_FILE = Tool(
     name="write_file",
@@ -216,8 +218,9 @@ WRITE_FILE = Tool(
     fn=_write_file,
     kind=ToolKind.THREAD,
     timeout=_FILE_TOOL_TIMEOUT,
+    idempotency=Idempotency.IDEMPOTENT,
 )
-"""The ``write_file`` tool."""
+"""The ``write_file`` tool; idempotent: writing the same content again leaves the same file."""
 
 EDIT_FILE = Tool(
     name="edit_file",
@@ -229,8 +232,10 @@ EDIT_FILE = Tool(
     fn=_edit_file,
     kind=ToolKind.THREAD,
     timeout=_FILE_TOOL_TIMEOUT,
+    idempotency=Idempotency.SIDE_EFFECTING,
 )
-"""The ``edit_file`` tool."""
+"""The ``edit_file`` tool; side-effecting: run again after it took effect, its ``old`` text may be gone
+(the call fails) or, when ``new`` contains ``old``, be replaced a second time."""
 
 LIST_DIR = Tool(
     name="list_dir",
@@ -240,5 +245,6 @@ LIST_DIR = Tool(
     kind=ToolKind.THREAD,
     parallel_safe=True,
     timeout=_FILE_TOOL_TIMEOUT,
+    idempotency=Idempotency.READ_ONLY,
 )
-"""The ``list_dir`` tool."""
+"""The ``list_dir`` tool; read-only."""

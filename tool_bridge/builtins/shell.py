@@ -8,6 +8,7 @@ from typing import Annotated
 
 import msgspec
 
+from tool_bridge.idempotency import Idempotency
 from tool_bridge.sandbox import Sandbox
 from tool_bridge.tools import ProcessSpec, Tool, ToolContext, ToolDefinitionError, ToolKind
 
@@ -48,7 +49,7 @@ def shell_tool(
     It succeeds on exit code 0; any other exit is an error showing the exit code and the output.  A
     call's ``timeout`` above ``max_timeout`` is clamped to it and the output says so (the call is not
     refused).  On timeout or abort the process group is terminated and the output so far is returned,
-    marked interrupted.
+    marked interrupted.  It is side-effecting (`Idempotency.SIDE_EFFECTING`): a command can do anything.
     Raises `ToolDefinitionError` unless ``0 < default_timeout <= max_timeout``.
     """
     if not 0 < default_timeout <= max_timeout:
@@ -78,4 +79,5 @@ def shell_tool(
         fn=shell,
         kind=ToolKind.PROCESS,
         timeout=default_timeout,
+        idempotency=Idempotency.SIDE_EFFECTING,
     )

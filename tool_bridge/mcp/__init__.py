@@ -4,7 +4,8 @@ process or connection and restarts it by its restart intensity; its tools are br
 
 Configure servers with `McpServerSettings` (the ``[mcp_servers.NAME]`` tables), make one
 `McpServerHandle` per server, start the actors with `mcp_supervisor_spec`, and offer the tools with an
-`McpToolRegistry`. The SDK (``pip install 'turnkeep[mcp]'``) is only imported when a server starts.
+`McpToolRegistry`. The SDK (``pip install 'turnkeep[mcp]'``) is only imported when a server starts. A
+tool's idempotency class comes from the server's annotations of it (`annotated_idempotency`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .handle import McpServerHandle, McpServerState, status_notice
 from .hosting import MCP_CHILD, McpServers, wait_settled
 from .machine import ServerMachine, ServerStatus, Step
 from .settings import McpServerSettings, parse_mcp_option, server_name_ok
-from .tools import McpArguments, McpTool, McpToolRegistry, exposed_name, mcp_tools
+from .tools import McpArguments, McpTool, McpToolRegistry, annotated_idempotency, exposed_name, mcp_tools
 
 __all__ = [
     "INSTALL_HINT",
@@ -44,6 +45,7 @@ __all__ = [
     "ServerMachine",
     "ServerStatus",
     "Step",
+    "annotated_idempotency",
     "exited_message",
     "exposed_name",
     "mcp_supervisor_spec",

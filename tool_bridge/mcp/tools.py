@@ -15,12 +15,13 @@ from typing import Any
 import msgspec
 import trio
 
+from tool_bridge.idempotency import Idempotency
 from tool_bridge.mcp.handle import McpServerHandle
 from tool_bridge.mcp.machine import ServerStatus
 from tool_bridge.results import ToolResultError, ToolStatus
 from tool_bridge.tools import Tool, ToolContext, ToolError, ToolKind, ToolRegistry
 
-__all__ = ["McpArguments", "McpTool", "McpToolRegistry", "exposed_name", "mcp_tools"]
+__all__ = ["McpArguments", "McpTool", "McpToolRegistry", "annotated_idempotency", "exposed_name", "mcp_tools"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SEPARATOR = "__"
@@ -30,6 +31,18 @@ def exposed_name(server: str, tool: str) -> str:
     """The name the model sees for ``tool`` of ``server``: ``server__tool``, characters other than letters,
     digits, ``_`` and ``-`` replaced by ``_``, cut to 64 characters."""
     return (server + _SEPARATOR + _UNSAFE.sub("_", tool))[:64]
+
+
+def annotated_idempotency(annotations: object) -> Idempotency:
+    """The idempotency class a server's tool annotations (the SDK's ``ToolAnnotations``, or None) declare:
+    ``readOnlyHint: true`` is read-only; else ``idempotentHint: true`` is idempotent; else, or without
+    annotations, side-effecting (MCP's defaults are false for both hints). Only a hint that is exactly
+    true counts."""
+    if getattr(annotations, "read_only_hint", None) is True:
+        return Idempotency.READ_ONLY
+    if getattr(annotations, "idempotent_hint", None) is True:
+        return Idempotency.IDEMPOTENT
+    return Idempotency.SIDE_EFFECTING
 
 
 class McpArguments(msgspec.Struct, frozen=True):
@@ -52,7 +65,8 @@ class McpTool(Tool[McpArguments]):
     """A tool of an MCP server. ``remote`` is its name on the server, ``schema`` its input schema (what the
     model sees as ``parameters``). Arguments are decoded to a JSON object and validated against the schema
     (a mismatch is ``invalid``, as for any tool); a call waits for the server to be ready (bounded by the
-    tool's timeout), and a result the server marks ``isError`` ends ``is_error``."""
+    tool's timeout), and a result the server marks ``isError`` ends ``is_error``. Its idempotency class is
+    what the server's annotations say (`annotated_idempotency`)."""
 
     remote: str = ""
     schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -160,6 +174,7 @@ def mcp_tools(handle: McpServerHandle) -> list[McpTool]:
                 timeout=handle.settings.tool_timeout,
                 remote=remote.name,
                 schema=dict(remote.input_schema),
+                idempotency=annotated_idempotency(getattr(remote, "annotations", None)),
             )
         )
     return tools
@@ -167,7 +182,8 @@ def mcp_tools(handle: McpServerHandle) -> list[McpTool]:
 
 def _pending_tool(handle: McpServerHandle, name: str) -> McpTool:
     """A stand-in for the tool ``name`` of a server still starting: it waits for the server, then calls
-    the listed tool of that name (the server checks the arguments)."""
+    the listed tool of that name (the server checks the arguments). Its annotations are not known yet, so
+    it is side-effecting."""
     return McpTool(
         name=name,
         description=f"A tool of the MCP server {handle.name}, which is starting.",
@@ -197,10 +213,11 @@ async def _call_when_listed(
 
 class McpToolRegistry(ToolRegistry):
     """The tools of ``base`` followed by those the servers of ``handles`` offer now; the MCP part follows
-    each server's tool list as it changes (a call to a tool no longer listed is ``invalid``)."""
+    each server's tool list as it changes (a call to a tool no longer listed is ``invalid``). The idempotency
+    classes set on ``base`` by name are kept, and apply to the MCP tools of those names too."""
 
     def __init__(self, base: ToolRegistry, handles: Sequence[McpServerHandle]) -> None:
-        super().__init__(base)
+        super().__init__(base, idempotency=base.idempotency_overrides)
         self._handles = tuple(handles)
         self._lock = threading.Lock()
         self._mcp: dict[str, Tool[Any]] = {}

@@ -5,6 +5,9 @@ Tools: ``echo`` (answers its text), ``die`` (exits mid-call with a code), ``hang
 event loop, so it answers nothing, pings included), ``slow`` (sleeps, cancellable), ``spawn_child``
 (leaves a grandchild ``sleep`` in its process group), ``fail`` (an error result) and ``grow`` (adds a
 tool and says its list changed). Processes it starts write their pid to the file they are given.
+
+Annotations: ``echo`` is read-only, ``fail`` read-only though not idempotent (read-only wins), ``slow``
+idempotent, ``spawn_child`` says both hints are false; the others have none.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import anyio  # noqa: E402
 from mcp.server import MCPServer  # noqa: E402
 from mcp.server.mcpserver import Context  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp_types import ToolAnnotations  # noqa: E402
 
 server = MCPServer("fixture")
 
@@ -50,7 +54,7 @@ def _grandchild(pidfile: str) -> int:
     return child.pid
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def echo(text: str) -> str:
     """Answer with the text."""
     return text
@@ -71,7 +75,7 @@ async def hang(pidfile: str = "") -> str:
         time.sleep(3600)
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
 async def slow(seconds: float, markfile: str = "") -> str:
     """Sleep (cancellably), then answer; when cancelled, write ``cancelled`` to ``markfile``."""
     try:
@@ -84,13 +88,13 @@ async def slow(seconds: float, markfile: str = "") -> str:
     return f"slept {seconds:g} s"
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False))
 def spawn_child(pidfile: str) -> str:
     """Start a grandchild `sleep 600` in the server's process group and answer its pid."""
     return f"spawned {_grandchild(pidfile)}"
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False))
 def fail(message: str) -> str:
     """Fail with the message (an error result)."""
     raise ToolError(message)

@@ -1,5 +1,6 @@
 """MCP servers in a host: a third-party server from the package index called by a turn through the
-embedded provider, a session's own server started in its workspace, and nothing left after shutdown."""
+embedded provider, a session's own server started in its workspace, nothing left after shutdown, and the
+configured idempotency classes reaching a session's tools."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import queue
 import sys
 from pathlib import Path
 
+import msgspec
+
 from sampler import ToolMessage
 from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
 from shell import events as ev
 from shell.host import AgentHost
 from shell.messages import Subscribe, UserPrompt
+from shell.session import tool_specs
 from tests._waiting import wait_until
 from tests.shell._settings import settings_for
 from tests.shell.test_host import KEY
 from tests.tool_bridge.mcp.conftest import alive, fixture_settings, read_pid
+from tool_bridge import Idempotency, builtin_registry
 from tool_bridge.mcp import McpServerSettings
 
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
@@ -108,3 +113,33 @@ def test_a_session_hears_that_its_mcp_server_became_unavailable(tmp_path: Path) 
     assert (event.session, event.server, event.status) == ("s1", "gone", "unavailable")
     assert event.message.startswith("MCP server gone is unavailable after 1 restarts")
     assert "no such command" in event.message and "retrying every 60 s" in event.message
+
+
+def test_the_configured_idempotency_classes_reach_a_sessions_tools_and_change_nothing_offered(
+    tmp_path: Path,
+) -> None:
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(
+            provider,
+            tmp_path,
+            TURNKEEP_TOOLS__IDEMPOTENCY="shell=idempotent,fx__echo=side_effecting,fx__later=read_only",
+        )
+        with AgentHost(settings.replace(mcp_servers={"fx": fixture_settings()}), credentials=KEY) as host:  # type: ignore[arg-type]
+            host.open(tmp_path / "ws", session_id="s1")
+            session = host._sessions["s1"]
+            registry = session.parts.registry
+            classes = {
+                name: registry.idempotency_of(name)
+                for name in ("shell", "read_file", "fx__echo", "fx__slow", "fx__later", "fx__die")
+            }
+            offered = msgspec.json.encode(session.runtime.tool_specs)
+            unconfigured = msgspec.json.encode(tool_specs(host.mcp.registry(builtin_registry())))
+    assert classes == {
+        "shell": Idempotency.IDEMPOTENT,
+        "read_file": Idempotency.READ_ONLY,
+        "fx__echo": Idempotency.SIDE_EFFECTING,
+        "fx__slow": Idempotency.IDEMPOTENT,
+        "fx__later": Idempotency.READ_ONLY,
+        "fx__die": Idempotency.SIDE_EFFECTING,
+    }
+    assert b"fx__echo" in offered and offered == unconfigured
