@@ -1,9 +1,10 @@
 """What running a tool's call again does: the idempotency class every tool declares.
 
-The class decides what happens to a call that was started but never finished, as when the host process died
-in the middle of a turn: a ``read_only`` or ``idempotent`` call is run again when the turn is resumed; a
-``side_effecting`` one is not, and the model is told the call was interrupted and may or may not have taken
-effect. The class changes nothing of what the model is offered.
+The class says what may be done with a call that was started but never finished, as when the host process
+died in the middle of a turn: a ``read_only`` or ``idempotent`` call may be run again; a ``side_effecting``
+one may not, and the model is to be told the call was interrupted and may or may not have taken effect.
+(Such a turn still ends ``interrupted`` today; the classes are what resuming it will go by.) The class
+changes nothing of what the model is offered.
 """
 
 from __future__ import annotations
