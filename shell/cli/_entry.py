@@ -20,9 +20,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's arguments); return the exit code.
 
     A Ctrl-C that stops it anywhere (the imports and the host's start included) returns 130 after one
-    line on stderr, never a traceback. Run as the program (``argv`` None, on the main thread), a Ctrl-C
-    once it has returned is ignored: the exit code is decided and the interpreter only tears down.
+    line on stderr, never a traceback, also where the shell started it with SIGINT ignored (a job a
+    non-interactive shell runs in the background). Run as the program (``argv`` None, on the main
+    thread), a Ctrl-C once it has returned is ignored: the exit code is decided and the interpreter only
+    tears down.
     """
+    if argv is None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         try:
             from ._main import run_command

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.shell.cli.conftest import Options
 from tests.shell.cli.test_cli import REPO, TIMEOUT, command, environment, serving
 
@@ -72,9 +74,13 @@ def test_ctrl_c_while_the_host_connects_to_its_store_exits_130_without_a_traceba
     assert err.strip().splitlines()[-1] == "turnkeep: interrupted"
 
 
+@pytest.mark.parametrize("started_with", ["SIGINT handled", "SIGINT ignored"])
 def test_ctrl_c_while_the_command_line_is_imported_exits_130_without_a_traceback(
-    tmp_path: Path, options: Options
+    tmp_path: Path, options: Options, started_with: str
 ) -> None:
+    """Also where the shell started it with SIGINT ignored, as a non-interactive shell starts a job in
+    the background: Ctrl-C is the way to stop turnkeep whatever started it."""
+    ignored = started_with == "SIGINT ignored"
     (tmp_path / "gate").mkdir()
     (tmp_path / "gate" / "sitecustomize.py").write_text(_IMPORT_GATE)
     with serving() as provider:
@@ -82,6 +88,7 @@ def test_ctrl_c_while_the_command_line_is_imported_exits_130_without_a_traceback
             command("run", *options(provider), "hello"),
             cwd=REPO,
             env=environment(PYTHONPATH=str(tmp_path / "gate")),
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
