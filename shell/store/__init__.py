@@ -41,6 +41,8 @@ one from a newer version of turnkeep raises :class:`StoreVersionError`.
 
 from ._errors import (
     CompactionRejected,
+    ForkRejected,
+    SessionArchived,
     SessionClosed,
     SessionExists,
     SessionNotFound,
@@ -51,6 +53,7 @@ from ._errors import (
     StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
+    TurnRunning,
 )
 from ._records import Backend, SessionRecord, SessionStatus, StoredEvent, StoredMessage, TurnUsageRecord
 from ._store import SessionStore, open_store
@@ -58,6 +61,8 @@ from ._store import SessionStore, open_store
 __all__ = [
     "Backend",
     "CompactionRejected",
+    "ForkRejected",
+    "SessionArchived",
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
@@ -73,6 +78,7 @@ __all__ = [
     "StoreVersionError",
     "StoredEvent",
     "StoredMessage",
+    "TurnRunning",
     "TurnUsageRecord",
     "open_store",
 ]
