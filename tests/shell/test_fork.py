@@ -199,6 +199,10 @@ def test_a_fork_may_work_in_another_workspace_and_a_pool_like_backend_cannot_for
         fork = source.fork(workspace=tmp_path / "other")
         assert host.session(fork.id).workspace == str((tmp_path / "other").resolve())
         assert (tmp_path / "other").is_dir()
+        with pytest.raises(HostError, match="there is no session 'nope'"):
+            host.agent_host.fork("nope")
+        with pytest.raises(HostError, match="session id"):
+            source.fork(session_id="a/b")
 
     class Elsewhere:
         def ask(self, message: Any, timeout: float | None = None) -> Any:

@@ -9,6 +9,7 @@ import pytest
 from sampler.fake import FakeProvider, Script
 from tests._waiting import wait_until
 from tests.shell.serve._server import decode, running
+from tests.shell.serve._sse import raw_frames
 
 
 @pytest.fixture
@@ -44,6 +45,20 @@ def test_a_fork_answers_the_new_sessions_record_with_its_parent(provider, tmp_pa
         assert wait_until(lambda: decode(client.get("/v1/sessions/f2"))["status"] == "idle", 10)
         assert len(decode(client.get("/v1/sessions/f2/history"))["messages"]) == 6
         assert decode(client.get("/v1/sessions/src"))["forked_from"] is None
+
+        frames = []
+        for frame in raw_frames(client, "/v1/sessions/f2/events", params={"after": 0}):
+            frames.append(frame)
+            if len(frames) == 6:
+                break
+        assert [(f.id, f.event, f.data["turn"], f.data["session"]) for f in frames] == [
+            ("1", "turn_started", 1, "f2"),
+            ("2", "turn_completed", 1, "f2"),
+            ("3", "turn_started", 2, "f2"),
+            ("4", "turn_completed", 2, "f2"),
+            ("5", "turn_started", 3, "f2"),
+            ("6", "turn_completed", 3, "f2"),
+        ]
 
         whole = decode(client.post("/v1/sessions/src/fork", json={"workspace": "other"}))
         assert whole["turns"] == 3 and whole["workspace"].endswith("/root/other")
