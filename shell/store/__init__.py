@@ -31,6 +31,10 @@ the writer borrowing one per transaction; writes to one session are serialised b
 a lock held elsewhere for longer than ``busy_timeout`` seconds fails the write with :class:`StoreBusy`. A
 write that loses a deadlock with another database client is made again in the writer's next transaction.
 
+Forks: :meth:`SessionStore.fork_session` copies a session's history as it stood at the end of a turn to a
+new session, and :meth:`SessionStore.rewind_session` also archives the source, each in one transaction
+(see :mod:`._fork` for which messages a fork holds, and docs/durability.md).
+
 Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
 :func:`shell._secrets.redact` first, so no API key or token reaches the database.
 
