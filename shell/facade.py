@@ -76,6 +76,13 @@ class HostBackend(Protocol):
         ...
 
 
+def _agent_host(backend: HostBackend) -> AgentHost:
+    """``backend`` when it is an :class:`AgentHost` (forks are made in its store), else :class:`HostError`."""
+    if not isinstance(backend, AgentHost):
+        raise HostError(f"forks are made by a turnkeep.AgentHost; this host runs on {type(backend).__name__}")
+    return backend
+
+
 def _settings(config: Settings | str | Path | None) -> Settings:
     return config if isinstance(config, Settings) else load_settings(config)
 
@@ -128,6 +135,39 @@ class Session:
         """Stop receiving this session's events here."""
         self.address.ask(Unsubscribe(self._events))
 
+    def fork(
+        self,
+        at_turn: int | None = None,
+        *,
+        workspace: str | Path | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """A new session whose history is this one's at the end of turn ``at_turn`` (the last turn that
+        ended when None; a turn running is left out), in the same workspace or ``workspace``; its next
+        turn is ``at_turn + 1``, and this session is not changed. Files in the workspace are not copied
+        or rolled back. Raises as :meth:`AgentHost.fork` does (:class:`~shell.store.ForkRejected` for a
+        turn out of range); :class:`HostError` when the host is not an :class:`AgentHost`."""
+        host = _agent_host(self._host)
+        record = host.fork(self.id, at_turn=at_turn, workspace=workspace, session_id=session_id)
+        return Session(host, record.id, host.resume(record.id))
+
+    def rewind(
+        self, to_turn: int, *, workspace: str | Path | None = None, session_id: str | None = None
+    ) -> Session:
+        """:meth:`fork` at ``to_turn`` and this session archived (see :meth:`AgentHost.rewind`): the
+        returned session continues from there, this one is stopped and takes no more prompts (resuming it
+        needs ``archived=True``). Refused with :class:`~shell.store.TurnRunning` while a turn runs."""
+        host = _agent_host(self._host)
+        with suppress(HostError):
+            self.detach()
+        try:
+            record = host.rewind(self.id, to_turn=to_turn, workspace=workspace, session_id=session_id)
+        except BaseException:
+            with suppress(HostError):
+                self.address.ask(Subscribe(self._events))
+            raise
+        return Session(host, record.id, host.resume(record.id))
+
     def close(self) -> None:
         """Stop the session (a running turn ends ``aborted``) and mark it closed in the store: it takes
         no more prompts (resuming it raises :class:`HostError`), and its history stays in the store."""
@@ -167,9 +207,27 @@ class Host:
         session_id = session_id or uuid.uuid4().hex[:12]
         return Session(self.backend, session_id, self.backend.open(workspace, session_id=session_id))
 
-    def resume(self, session_id: str) -> Session:
-        """A stored session, continued."""
+    def resume(self, session_id: str, *, archived: bool = False) -> Session:
+        """A stored session, continued; an archived one (a rewind replaced it) only with ``archived``,
+        which takes it out of the archive (:meth:`AgentHost.resume`)."""
+        if archived:
+            host = _agent_host(self.backend)
+            return Session(host, session_id, host.resume(session_id, archived=True))
         return Session(self.backend, session_id, self.backend.resume(session_id))
+
+    def fork(
+        self,
+        session_id: str,
+        at_turn: int | None = None,
+        *,
+        workspace: str | Path | None = None,
+        new_id: str | None = None,
+    ) -> Session:
+        """A fork of the stored session ``session_id`` (running, closed or archived) at the end of turn
+        ``at_turn``, continued (see :meth:`Session.fork`)."""
+        host = _agent_host(self.backend)
+        record = host.fork(session_id, at_turn=at_turn, workspace=workspace, session_id=new_id)
+        return Session(host, record.id, host.resume(record.id))
 
     def sessions(self) -> list[SessionRecord]:
         """Every stored session."""
@@ -248,6 +306,28 @@ class AsyncSession:
     async def close(self) -> None:
         """Stop the session and mark it closed in the store (see :meth:`Session.close`)."""
         await trio.to_thread.run_sync(self._session.close)
+
+    async def fork(
+        self,
+        at_turn: int | None = None,
+        *,
+        workspace: str | Path | None = None,
+        session_id: str | None = None,
+    ) -> AsyncSession:
+        """A new session with this one's history at the end of turn ``at_turn`` (see :meth:`Session.fork`)."""
+        forked = await trio.to_thread.run_sync(
+            lambda: self._session.fork(at_turn, workspace=workspace, session_id=session_id)
+        )
+        return AsyncSession(forked)
+
+    async def rewind(
+        self, to_turn: int, *, workspace: str | Path | None = None, session_id: str | None = None
+    ) -> AsyncSession:
+        """:meth:`fork` at ``to_turn`` and this session archived (see :meth:`Session.rewind`)."""
+        rewound = await trio.to_thread.run_sync(
+            lambda: self._session.rewind(to_turn, workspace=workspace, session_id=session_id)
+        )
+        return AsyncSession(rewound)
 
 
 class AsyncHost:

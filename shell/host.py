@@ -60,7 +60,7 @@ from .session import (
     tool_specs,
     write_to_store,
 )
-from .store import SessionNotFound, SessionRecord, StoredMessage, TurnUsageRecord, open_store
+from .store import SessionNotFound, SessionRecord, StoredMessage, TurnRunning, TurnUsageRecord, open_store
 
 if TYPE_CHECKING:
     from .telemetry import Telemetry
@@ -184,9 +184,13 @@ class AgentHost:
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
         return self._activate(session_id, path, priority)
 
-    def resume(self, session_id: str, *, priority: Priority = "interactive") -> Address:
+    def resume(
+        self, session_id: str, *, priority: Priority = "interactive", archived: bool = False
+    ) -> Address:
         """The address of a stored session, started from the store if it is not running. Raises
-        :class:`HostError` for a session the store does not have or one that was closed."""
+        :class:`HostError` for a session the store does not have, one that was closed, and one that is
+        archived (a rewind replaced it) unless ``archived`` is true: then it is taken out of the archive
+        first and takes prompts again."""
         self._check_open()
         self._path(session_id)
         with self._lock:
@@ -199,6 +203,13 @@ class AgentHost:
             raise HostError(f"there is no session {session_id!r} in {self.store.location}") from exc
         if record.status == "closed":
             raise HostError(f"session {session_id!r} is closed: it takes no more prompts")
+        if record.status == "archived":
+            if not archived:
+                raise HostError(
+                    f"session {session_id!r} is archived (a rewind replaced it): resume it with"
+                    " archived=True to take it out of the archive and continue it"
+                )
+            record = self.store.unarchive_session(session_id)
         address = self._activate(session_id, Path(record.workspace), priority)
         if record.status == "in_turn":
             # Its process ended mid-turn: started now, the session ends that turn as interrupted.
@@ -208,6 +219,90 @@ class AgentHost:
                 session = self._sessions[session_id]
             self._start_subtree(session)
         return address
+
+    def fork(
+        self,
+        source_id: str,
+        /,
+        *,
+        at_turn: int | None = None,
+        workspace: str | Path | None = None,
+        session_id: str | None = None,
+    ) -> SessionRecord:
+        """A new session whose history is the stored session ``source_id``'s as it stood at the end of
+        turn ``at_turn`` (its last converged turn when None: a turn running is left out); returns its
+        record. It is stored, not started: resume it (or prompt it through a façade) to continue it.
+
+        The fork has its own id (``session_id``, or a new one), the source's workspace or ``workspace``
+        (created when missing), and its next turn is ``at_turn + 1``; the source is not changed, and may
+        be running, closed or archived. What is copied is said in :meth:`SessionStore.fork_session`; files
+        in the workspace are not. Raises :class:`HostError` for an unknown source or an invalid id,
+        :class:`~shell.store.SessionExists` for a taken ``session_id`` and
+        :class:`~shell.store.ForkRejected` for a turn below 0 or past the last converged one.
+        """
+        self._check_open()
+        new_id, path = self._fork_target(workspace, session_id)
+        try:
+            return self.store.fork_session(
+                source_id, new_id, at_turn=at_turn, workspace=None if path is None else str(path)
+            )
+        except SessionNotFound as exc:
+            raise HostError(f"there is no session {source_id!r} in {self.store.location}") from exc
+
+    def rewind(
+        self,
+        source_id: str,
+        /,
+        *,
+        to_turn: int,
+        workspace: str | Path | None = None,
+        session_id: str | None = None,
+    ) -> SessionRecord:
+        """:meth:`fork` at ``to_turn``, then the source archived, in one store transaction; returns the
+        fork's record. The source's actors are stopped; it stays stored and listed (status ``archived``)
+        and :meth:`resume` refuses it unless asked with ``archived=True``.
+
+        A rewind cancels nothing: it is refused with :class:`~shell.store.TurnRunning` while the source
+        has a turn running or prompts waiting, and with :class:`~shell.store.SessionClosed` or
+        :class:`~shell.store.SessionArchived` for a closed or archived source; otherwise it raises as
+        :meth:`fork` does.
+        """
+        self._check_open()
+        new_id, path = self._fork_target(workspace, session_id)
+        with self._lock:
+            session = self._sessions.get(source_id)
+        # Stopped only once it agrees, in its own mailbox, that it is idle: it starts no turn after that.
+        if session is not None and session.active and not self._passivate(session, idle_for=-1.0):
+            turn = session.runtime.turn
+            number = turn.number if turn is not None else session.runtime.next_turn or 0
+            raise TurnRunning(
+                f"session {source_id!r} has a turn running or prompts waiting: it can be rewound once"
+                " they have ended (cancel the turn to end it now)",
+                session_id=source_id,
+                turn=number,
+            )
+        try:
+            record = self.store.rewind_session(
+                source_id, new_id, to_turn=to_turn, workspace=None if path is None else str(path)
+            )
+        except SessionNotFound as exc:
+            raise HostError(f"there is no session {source_id!r} in {self.store.location}") from exc
+        with self._lock:
+            session = self._sessions.pop(source_id, None)
+        if session is not None:
+            self._address(source_id).set_activator(None)
+            self._stop_subtree(session)
+        return record
+
+    def _fork_target(self, workspace: str | Path | None, session_id: str | None) -> tuple[str, Path | None]:
+        """The id of a new fork (checked) and its workspace, resolved and created (None: the source's)."""
+        new_id = session_id or uuid.uuid4().hex[:12]
+        self._path(new_id)
+        if workspace is None:
+            return new_id, None
+        path = Path(workspace).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return new_id, path
 
     def list_sessions(self) -> list[SessionRecord]:
         """Every session the store holds."""

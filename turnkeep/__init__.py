@@ -24,7 +24,10 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         SessionNotFound (LookupError)
         SessionExists
         SessionClosed
+        SessionArchived            the session was archived by a rewind: resume it with archived=True
+        TurnRunning                a rewind while the session has a turn running
         CompactionRejected (ValueError)
+        ForkRejected (ValueError)  a fork's turn is below 0 or past the last converged turn
     ActorError                     a message could not be delivered or answered
         ActorUnavailable           the actor is stopped or did not come back in time
         AskTimeout                 no reply before the deadline
@@ -157,6 +160,8 @@ from shell.cluster import (
 )
 from shell.store import (
     CompactionRejected,
+    ForkRejected,
+    SessionArchived,
     SessionClosed,
     SessionExists,
     SessionNotFound,
@@ -167,6 +172,7 @@ from shell.store import (
     StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
+    TurnRunning,
 )
 from tool_bridge import (
     EnvPolicy,
@@ -269,6 +275,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "CompactionRejected",
     "ConfigError",
     "CredentialRefreshError",
+    "ForkRejected",
     "HostError",
     "IoLoopClosed",
     "JobCancelled",
@@ -279,6 +286,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "Refuse",
     "ReplicaError",
     "ReplicaUnavailable",
+    "SessionArchived",
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
@@ -291,6 +299,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "StoreVersionError",
     "StreamDecodeError",
     "SupervisorEscalation",
+    "TurnRunning",
     "ToolBridgeSettingsError",
     "ToolDefinitionError",
     "ToolError",

@@ -1,10 +1,12 @@
-"""``turnkeep sessions list | show ID | events ID``: what the session store holds, read without a host."""
+"""``turnkeep sessions list | show ID | events ID | fork ID | rewind ID``: what the session store holds, read
+without a host, and forks of its sessions made in it."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,12 +18,17 @@ from sampler import AssistantMessage, ImagePart, Message, SystemMessage, TextPar
 
 from .. import events as ev
 from ..store import (
+    ForkRejected,
+    SessionArchived,
+    SessionClosed,
+    SessionExists,
     SessionNotFound,
     SessionRecord,
     SessionStore,
     StoredEvent,
     StoredMessage,
     StoreError,
+    TurnRunning,
     TurnUsageRecord,
 )
 from ._settings import CliUsageError, add_store_options, settings_from
@@ -35,13 +42,28 @@ _raw_decoder = msgspec.json.Decoder(dict[str, Any])
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sessions`` subcommands, each with the store options and ``--json``."""
-    views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events}")
-    views.add_parser("list", help="every session: id, status, turns, tokens, cost, last update")
+    views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events,fork,rewind}")
+    views.add_parser("list", help="every session: id, status, turns, tokens, cost, last update, parent")
     show = views.add_parser("show", help="a session's record, usage by turn, history as the model sees it")
     show.add_argument("id", help="the session's id")
     events = views.add_parser("events", help="a session's event log")
     events.add_argument("id", help="the session's id")
-    for view in (views.choices["list"], show, events):
+    fork = views.add_parser("fork", help="a new session with a session's history up to a turn; prints its id")
+    fork.add_argument("id", help="the session to fork")
+    fork.add_argument(
+        "--at", type=int, metavar="K", help="the turn to fork at (default: the last that ended)"
+    )
+    rewind = views.add_parser("rewind", help="fork a session at a turn and archive it; prints the new id")
+    rewind.add_argument("id", help="the session to rewind")
+    rewind.add_argument("--to", type=int, required=True, metavar="K", help="the turn to go back to")
+    for making in (fork, rewind):
+        making.add_argument(
+            "--workspace", metavar="DIR", help="the new session's workspace (default: the same)"
+        )
+        making.add_argument(
+            "--id", dest="new_id", metavar="NEW", help="the new session's id (default: a new one)"
+        )
+    for view in (views.choices["list"], show, events, fork, rewind):
         add_store_options(view)
         view.add_argument("--json", action="store_true", help="JSON: one object per line (show: one object)")
 
@@ -67,9 +89,31 @@ def run(options: argparse.Namespace, out: TextIO | None = None) -> int:
         if options.view == "show":
             usage = store.turn_usage(record.id)
             _show(record, store.load_messages(record.id), usage, stream, json=options.json)
-        else:
+        elif options.view == "events":
             _events(store.load_events(record.id), stream, json=options.json)
+        else:
+            made = _fork(store, options)
+            if options.json:
+                _json_line(stream, _summary(made))
+            else:
+                stream.write(f"{made.id}\n")
     return 0
+
+
+def _fork(store: SessionStore, options: argparse.Namespace) -> SessionRecord:
+    """The fork (or rewind) the options ask for, made in the store; a refusal is a usage error."""
+    new_id = options.new_id or uuid.uuid4().hex[:12]
+    workspace = None
+    if options.workspace is not None:
+        path = Path(options.workspace).expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        workspace = str(path)
+    try:
+        if options.view == "fork":
+            return store.fork_session(options.id, new_id, at_turn=options.at, workspace=workspace)
+        return store.rewind_session(options.id, new_id, to_turn=options.to, workspace=workspace)
+    except (ForkRejected, TurnRunning, SessionExists, SessionClosed, SessionArchived) as error:
+        raise CliUsageError(str(error)) from None
 
 
 @contextmanager
@@ -92,7 +136,10 @@ def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
     if not records:
         return
     width = max(len("ID"), *(len(record.id) for record in records))
-    header = f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5} {'IN':>9} {'OUT':>8} {'COST':>9}  UPDATED\n"
+    header = (
+        f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5} {'IN':>9} {'OUT':>8} {'COST':>9}  {'UPDATED':<19}"
+        "  FORKED FROM\n"
+    )
     out.write(header)
     for record in records:
         updated = _local(record.updated_at)
@@ -100,8 +147,16 @@ def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
         priced = "-" if cost is None else f"{cost:.4f}"
         out.write(
             f"{record.id:<{width}}  {record.status:<8} {record.current_turn:>5} {tokens.input_tokens:>9}"
-            f" {tokens.output_tokens:>8} {priced:>9}  {updated}\n"
+            f" {tokens.output_tokens:>8} {priced:>9}  {updated:<19}  {_parent(record)}\n"
         )
+
+
+def _parent(record: SessionRecord) -> str:
+    """Where the session was forked from, ``ID at turn K``, or ``-``."""
+    if record.forked_from is None:
+        return "-"
+    parent, turn = record.forked_from
+    return f"{parent} at turn {turn}"
 
 
 def _summary(record: SessionRecord) -> dict[str, Any]:
@@ -113,6 +168,11 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
         "created": _iso(record.created_at),
         "workspace": record.workspace,
         "model": record.model,
+        "forked_from": (
+            None
+            if record.forked_from is None
+            else {"session": record.forked_from[0], "turn": record.forked_from[1]}
+        ),
     }
 
 
@@ -160,6 +220,7 @@ def _show(
         ("created", _local(record.created_at)),
         ("updated", _local(record.updated_at)),
         ("learned window", learned),
+        ("forked from", _parent(record)),
         ("usage", describe(*session_totals(usage))),
     ):
         out.write(f"{label + ':':<16}{value}\n")

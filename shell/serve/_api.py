@@ -15,6 +15,8 @@ __all__ = [
     "CreateSession",
     "DeadLetterView",
     "ErrorBody",
+    "ForkBody",
+    "ForkOrigin",
     "Health",
     "HistoryMessage",
     "HistoryView",
@@ -22,6 +24,7 @@ __all__ = [
     "PermissionAnswer",
     "PermissionTaken",
     "PromptBody",
+    "RewindBody",
     "SessionList",
     "SessionView",
     "Supervision",
@@ -35,9 +38,10 @@ SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 class ApiError(Exception):
     """A request the API refuses: ``status`` is the HTTP status, ``kind`` a stable name clients can test
     (``malformed_json``, ``invalid_body``, ``body_too_large``, ``unauthorized``, ``not_found``,
-    ``session_closed``, ``session_exists``, ``stale_permission``, ``workspace_refused``,
-    ``invalid_cursor``; 503 ``host_error`` or ``unavailable`` when the host or its store cannot do it
-    now; 500 ``internal``), ``message`` what was wrong, for a person."""
+    ``session_closed``, ``session_archived``, ``session_exists``, ``stale_permission``,
+    ``workspace_refused``, ``invalid_cursor``, ``invalid_turn``, ``turn_running``; 503 ``host_error`` or
+    ``unavailable`` when the host or its store cannot do it now; 500 ``internal``), ``message`` what was
+    wrong, for a person."""
 
     def __init__(self, status: int, kind: str, message: str) -> None:
         super().__init__(message)
@@ -58,6 +62,24 @@ class CreateSession(_Body, frozen=True):
     id: str | None = None
     priority: Literal["interactive", "background"] = "interactive"
     """The session's place at the provider gate: interactive requests go first."""
+
+
+class ForkBody(_Body, frozen=True):
+    """``POST /v1/sessions/{id}/fork``: a new session with the source's history at the end of turn
+    ``at_turn`` (null: its last converged turn), in ``workspace`` (under the workspace root; null: the
+    source's), with ``id`` when the client chooses it."""
+
+    at_turn: int | None = None
+    workspace: str | None = None
+    id: str | None = None
+
+
+class RewindBody(_Body, frozen=True):
+    """``POST /v1/sessions/{id}/rewind``: a fork at the end of turn ``to_turn``, the source archived."""
+
+    to_turn: int
+    workspace: str | None = None
+    id: str | None = None
 
 
 class PromptBody(_Body, frozen=True):
@@ -101,9 +123,17 @@ class SessionUsage(msgspec.Struct, frozen=True):
     cost: float | None
 
 
+class ForkOrigin(msgspec.Struct, frozen=True):
+    """The session a fork was copied from, and the turn whose end it was taken at."""
+
+    session: str
+    turn: int
+
+
 class SessionView(msgspec.Struct, frozen=True):
     """A session as the store and the host know it. ``turns`` is the last turn begun; ``active`` says
-    whether its actors run now (not passivated); ``usage`` sums its ended turns (null before the first)."""
+    whether its actors run now (not passivated); ``usage`` sums its ended turns (null before the first);
+    ``forked_from`` names its parent when it is a fork (null otherwise)."""
 
     id: str
     workspace: str
@@ -116,6 +146,7 @@ class SessionView(msgspec.Struct, frozen=True):
     learned_window: int | None
     pending_permissions: list[PendingPermission]
     usage: SessionUsage | None = None
+    forked_from: ForkOrigin | None = None
 
 
 class SessionList(msgspec.Struct, frozen=True):

@@ -58,7 +58,8 @@ def _op(
 def openapi_document(version: str) -> dict[str, Any]:
     """The document served at ``/openapi.json``."""
     structs = (
-        api.CreateSession, api.PromptBody, api.PermissionAnswer, api.ErrorBody, api.SessionView,
+        api.CreateSession, api.ForkBody, api.RewindBody, api.PromptBody, api.PermissionAnswer, api.ErrorBody,
+        api.SessionView,
         api.SessionList, api.TurnAccepted, api.CancelAnswer, api.PermissionTaken, api.HistoryView,
         api.Health, api.Supervision,
     )  # fmt: skip
@@ -90,6 +91,16 @@ def openapi_document(version: str) -> dict[str, Any]:
             "parameters": [sid, {**sid, "name": "request_id"}],
             "post": _op("answer a permission request", "200", api.PermissionTaken,
                         body=api.PermissionAnswer, errors=("400", "401", "404", "409", "413")),
+        },
+        "/v1/sessions/{id}/fork": {
+            "parameters": [sid],
+            "post": _op("fork a session at the end of a turn", "201", api.SessionView, body=api.ForkBody,
+                        errors=("400", "401", "403", "404", "409", "413")),
+        },
+        "/v1/sessions/{id}/rewind": {
+            "parameters": [sid],
+            "post": _op("fork a session at the end of a turn and archive it", "201", api.SessionView,
+                        body=api.RewindBody, errors=("400", "401", "403", "404", "409", "413")),
         },
         "/v1/sessions/{id}/history": {
             "parameters": [sid],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +18,16 @@ from tool_bridge import PermissionDecision
 from ..host import HostError
 from ..messages import Cancel, UserPrompt
 from ..session import SessionPath
-from ..store import SessionExists, SessionNotFound, SessionRecord, TurnUsageRecord
+from ..store import (
+    ForkRejected,
+    SessionArchived,
+    SessionClosed,
+    SessionExists,
+    SessionNotFound,
+    SessionRecord,
+    TurnRunning,
+    TurnUsageRecord,
+)
 from ..usage import TokenUsage
 from . import _api as api
 from ._context import ServeContext, json_response, read_body
@@ -47,6 +57,10 @@ def _open_record(ctx: ServeContext, session_id: str) -> SessionRecord:
     record = _record(ctx, session_id)
     if record.status == "closed":
         raise api.ApiError(409, "session_closed", f"session {session_id!r} is closed")
+    if record.status == "archived":
+        raise api.ApiError(
+            409, "session_archived", f"session {session_id!r} is archived (a rewind replaced it)"
+        )
     return record
 
 
@@ -84,6 +98,7 @@ def _view(
         learned_window=record.learned_window,
         pending_permissions=ctx.taps.pending(record.id),
         usage=_usage(usage),
+        forked_from=None if record.forked_from is None else api.ForkOrigin(*record.forked_from),
     )
 
 
@@ -106,6 +121,8 @@ def api_routes(ctx: ServeContext) -> list[Route]:
         Route("/v1/sessions/{id}/prompts", partial(_prompt, ctx), methods=["POST"]),
         Route("/v1/sessions/{id}/cancel", partial(_cancel, ctx), methods=["POST"]),
         Route("/v1/sessions/{id}/permissions/{request_id}", partial(_permission, ctx), methods=["POST"]),
+        Route("/v1/sessions/{id}/fork", partial(_fork, ctx), methods=["POST"]),
+        Route("/v1/sessions/{id}/rewind", partial(_rewind, ctx), methods=["POST"]),
         Route("/v1/sessions/{id}/history", partial(_history, ctx), methods=["GET"]),
         Route("/v1/sessions/{id}/events", partial(_events, ctx), methods=["GET"]),
         Route("/v1/events", partial(_all_events, ctx), methods=["GET"]),
@@ -171,6 +188,72 @@ async def _close_session(ctx: ServeContext, request: Request) -> Response:
         return _view(ctx, _record(ctx, session_id), set(ctx.host.active()))
 
     return json_response(await _blocking(close))
+
+
+async def _fork(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+    body = await read_body(request, ctx.settings.max_body_bytes, api.ForkBody)
+    workspace = _fork_workspace(ctx, body.workspace, body.id)
+
+    def fork() -> api.SessionView:
+        _record(ctx, session_id)
+        with _refusals(body.id):
+            record = ctx.host.fork(session_id, at_turn=body.at_turn, workspace=workspace, session_id=body.id)
+        return _view(ctx, record, set(ctx.host.active()))
+
+    return json_response(await _blocking(fork), 201)
+
+
+async def _rewind(ctx: ServeContext, request: Request) -> Response:
+    session_id = request.path_params["id"]
+    body = await read_body(request, ctx.settings.max_body_bytes, api.RewindBody)
+    workspace = _fork_workspace(ctx, body.workspace, body.id)
+
+    def rewind() -> api.SessionView:
+        _record(ctx, session_id)
+        with _refusals(body.id):
+            record = ctx.host.rewind(
+                session_id, to_turn=body.to_turn, workspace=workspace, session_id=body.id
+            )
+        ctx.taps.forget(session_id)
+        return _view(ctx, record, set(ctx.host.active()))
+
+    return json_response(await _blocking(rewind), 201)
+
+
+def _fork_workspace(ctx: ServeContext, requested: str | None, new_id: str | None) -> Path | None:
+    """The fork's workspace confined to the root as a new session's is (None: the source's), after checking
+    the id the client chose."""
+    if new_id is not None and not api.SESSION_ID.fullmatch(new_id):
+        raise api.ApiError(400, "invalid_body", "id: 1-64 letters, digits, '_', '.', '-'")
+    if requested is None:
+        return None
+    try:
+        return confine(ctx.workspace_root, requested)
+    except WorkspaceRefused as error:
+        raise api.ApiError(403, "workspace_refused", str(error)) from None
+    except ValueError as error:
+        raise api.ApiError(400, "invalid_body", f"workspace: {error}") from None
+
+
+@contextmanager
+def _refusals(new_id: str | None) -> Iterator[None]:
+    """A fork's or rewind's refusals as the API answers them: a turn out of range 400, a taken id, a turn
+    running, a closed or archived source 409, a host failure 503."""
+    try:
+        yield
+    except ForkRejected as error:
+        raise api.ApiError(400, "invalid_turn", str(error)) from None
+    except SessionExists:
+        raise api.ApiError(409, "session_exists", f"there is a session {new_id!r}") from None
+    except TurnRunning as error:
+        raise api.ApiError(409, "turn_running", str(error)) from None
+    except SessionClosed as error:
+        raise api.ApiError(409, "session_closed", str(error)) from None
+    except SessionArchived as error:
+        raise api.ApiError(409, "session_archived", str(error)) from None
+    except HostError as error:
+        raise api.ApiError(503, "host_error", str(error)) from None
 
 
 # --- Turns ------------------------------------------------------------------------------------------------
@@ -239,7 +322,7 @@ async def _events(ctx: ServeContext, request: Request) -> Response | EventStream
     inbox = Inbox(ctx.settings.stream_buffer_bytes)
     ctx.taps.add(inbox.buffer, session_id)
     try:
-        if record.status != "closed":
+        if record.status not in ("closed", "archived"):
             await _blocking(lambda: ctx.taps.ensure(session_id))
         if after is None:
             after = await _blocking(lambda: ctx.host.last_event_seq(session_id))
@@ -248,7 +331,7 @@ async def _events(ctx: ServeContext, request: Request) -> Response | EventStream
         raise
 
     def closed() -> bool:
-        return _record(ctx, session_id).status == "closed"
+        return _record(ctx, session_id).status in ("closed", "archived")
 
     frames = session_events(ctx.host.store, session_id, after, inbox, is_closed=closed)
     return _streaming(ctx, frames, inbox)

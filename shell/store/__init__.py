@@ -31,6 +31,10 @@ the writer borrowing one per transaction; writes to one session are serialised b
 a lock held elsewhere for longer than ``busy_timeout`` seconds fails the write with :class:`StoreBusy`. A
 write that loses a deadlock with another database client is made again in the writer's next transaction.
 
+Forks: :meth:`SessionStore.fork_session` copies a session's history as it stood at the end of a turn to a
+new session, and :meth:`SessionStore.rewind_session` also archives the source, each in one transaction
+(see :mod:`._fork` for which messages a fork holds, and docs/durability.md).
+
 Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
 :func:`shell._secrets.redact` first, so no API key or token reaches the database.
 
@@ -41,6 +45,8 @@ one from a newer version of turnkeep raises :class:`StoreVersionError`.
 
 from ._errors import (
     CompactionRejected,
+    ForkRejected,
+    SessionArchived,
     SessionClosed,
     SessionExists,
     SessionNotFound,
@@ -51,6 +57,7 @@ from ._errors import (
     StoreTimeout,
     StoreUnavailable,
     StoreVersionError,
+    TurnRunning,
 )
 from ._records import Backend, SessionRecord, SessionStatus, StoredEvent, StoredMessage, TurnUsageRecord
 from ._store import SessionStore, open_store
@@ -58,6 +65,8 @@ from ._store import SessionStore, open_store
 __all__ = [
     "Backend",
     "CompactionRejected",
+    "ForkRejected",
+    "SessionArchived",
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
@@ -73,6 +82,7 @@ __all__ = [
     "StoreVersionError",
     "StoredEvent",
     "StoredMessage",
+    "TurnRunning",
     "TurnUsageRecord",
     "open_store",
 ]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 __all__ = [
     "CompactionRejected",
+    "ForkRejected",
+    "SessionArchived",
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
@@ -16,6 +18,7 @@ __all__ = [
     "StoreTimeout",
     "StoreUnavailable",
     "StoreVersionError",
+    "TurnRunning",
 ]
 
 
@@ -111,3 +114,33 @@ class SessionClosed(StoreError):
 
 class CompactionRejected(StoreError, ValueError):
     """A compaction named no message, or one that does not exist or is already replaced."""
+
+
+class SessionArchived(StoreError):
+    """The session is archived (a rewind replaced it): it can be read and forked, but nothing can be added
+    to it until it is taken out of the archive (:meth:`SessionStore.unarchive_session`)."""
+
+
+class TurnRunning(StoreError):
+    """The session has a turn running, and the operation (a rewind) needs it between turns; ``turn`` is
+    the running turn. Try again once it has ended."""
+
+    def __init__(self, message: str, *, session_id: str, turn: int):
+        super().__init__(message)
+        self.session_id = session_id
+        self.turn = turn
+
+
+class ForkRejected(StoreError, ValueError):
+    """A fork (or rewind) asked for a turn the session cannot be forked at: not a whole number, below 0,
+    or past its last converged turn (the last that ended: a turn still running is not one).
+
+    ``session_id`` is the source, ``at_turn`` the turn asked for (None when it was not a number) and
+    ``last_turn`` the last converged turn, the highest a fork may take. Nothing has been changed.
+    """
+
+    def __init__(self, message: str, *, session_id: str, at_turn: int | None, last_turn: int):
+        super().__init__(message)
+        self.session_id = session_id
+        self.at_turn = at_turn
+        self.last_turn = last_turn

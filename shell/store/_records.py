@@ -12,8 +12,10 @@ from ..usage import TurnUsage
 
 __all__ = ["Backend", "SessionRecord", "SessionStatus", "StoredEvent", "StoredMessage", "TurnUsageRecord"]
 
-SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed"]
-"""``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good."""
+SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed", "archived"]
+"""``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good,
+``archived`` once a rewind replaced the session by a fork (kept and readable; it takes nothing new until it
+is taken out of the archive)."""
 
 Backend: TypeAlias = Literal["sqlite", "postgresql"]
 """The kind of database a store keeps its data in."""
@@ -35,6 +37,9 @@ class SessionRecord(msgspec.Struct, frozen=True):
     learned_window: int | None
     """The context window learned from an overflow, in tokens; None until one happened."""
     meta: dict[str, Any]
+    forked_from: tuple[str, int] | None = None
+    """``(session id, turn)`` of the session this one was forked (or rewound) from, at the end of that turn;
+    None for a session opened afresh."""
 
 
 class StoredMessage(msgspec.Struct, frozen=True):

@@ -19,15 +19,17 @@ import msgspec
 from sampler.messages import Message
 
 from .._secrets import redact
-from . import _usage
+from . import _fork, _usage
 from ._db import Db, StoreBackend
 from ._errors import (
     CompactionRejected,
+    SessionArchived,
     SessionClosed,
     SessionExists,
     SessionNotFound,
     StoreCorrupt,
     StoreError,
+    TurnRunning,
 )
 from ._group import GroupWriter, ack_timeout
 from ._records import Backend, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
@@ -70,7 +72,10 @@ def _event_type(event: msgspec.Struct) -> str:
     return type(event).__name__ if tag is None else str(tag)
 
 
-_SESSION_COLUMNS = "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta"
+_SESSION_COLUMNS = (
+    "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta, forked_from,"
+    " forked_at_turn"
+)
 
 
 # --- The store --------------------------------------------------------------------------------------------
@@ -324,6 +329,120 @@ class SessionStore:
             raise ValueError(f"tokens must be a whole number >= 1, got {tokens!r}")
         self._update_open(session_id, "learned_window = ?, updated_at = ?", (tokens, time.time()))
 
+    # --- Forks --------------------------------------------------------------------------------------------
+
+    def fork_session(
+        self,
+        source_id: str,
+        session_id: str,
+        *,
+        at_turn: int | None = None,
+        workspace: str | None = None,
+    ) -> SessionRecord:
+        """A new idle session ``session_id`` whose history is the source's as it stood at the end of turn
+        ``at_turn`` (its last converged turn when None), made in one transaction; returns its record.
+
+        The fork gets the source's messages of turns <= K exactly as they were when turn K ended (a
+        compaction or repair made later is undone in it, one made earlier kept), the events and usage of
+        those turns, the source's model, learned window and meta, ``workspace`` (the source's when None),
+        ``current_turn = K`` (its next turn is K + 1) and ``forked_from = (source_id, K)``. The source is
+        read at a turn boundary, under the lock its writers take, and nothing of it changes; a closed or
+        archived source can be forked too. Raises :class:`SessionNotFound`, :class:`SessionExists` for a
+        taken ``session_id``, and :class:`ForkRejected` for a turn below 0 or past the last converged one.
+        """
+        return self._fork(source_id, session_id, at_turn=at_turn, workspace=workspace, archive=False)
+
+    def rewind_session(
+        self, source_id: str, session_id: str, *, to_turn: int, workspace: str | None = None
+    ) -> SessionRecord:
+        """:meth:`fork_session` at ``to_turn`` and the source archived, in one transaction: both or
+        neither. Returns the fork's record.
+
+        Raises as :meth:`fork_session` does, and also :class:`TurnRunning` when the source has a turn
+        running, :class:`SessionClosed` or :class:`SessionArchived` when it is closed or archived already.
+        """
+        return self._fork(source_id, session_id, at_turn=to_turn, workspace=workspace, archive=True)
+
+    def unarchive_session(self, session_id: str) -> SessionRecord:
+        """Take an archived session out of the archive (status ``idle``: it takes prompts again) and return
+        its record; a session that is not archived is left as it is. Raises :class:`SessionNotFound`."""
+        now = time.time()
+
+        def write(db: Db) -> tuple[Any, ...]:
+            self._session_row(db, session_id, lock=True)
+            db.run(
+                "UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ? AND status = 'archived'",
+                (now, session_id),
+            )
+            return self._session_row(db, session_id)
+
+        return self._decode_session(self._write(write))
+
+    def _fork(
+        self, source_id: str, session_id: str, *, at_turn: int | None, workspace: str | None, archive: bool
+    ) -> SessionRecord:
+        now = time.time()
+
+        def write(db: Db) -> tuple[Any, ...]:
+            # Locking the source's row waits for (and then keeps out) every write to it: what is read
+            # next is the source between two of its writes, and so at a turn boundary.
+            source = self._session_row(db, source_id, lock=True)
+            status, current_turn = str(source[5]), int(source[6])
+            if archive:
+                self._check_rewindable(source_id, status, current_turn)
+            turn = _fork.fork_turn(source_id, status, current_turn, at_turn)
+            created = db.run(
+                "INSERT INTO sessions (id, created_at, updated_at, workspace, model, status, current_turn,"
+                " learned_window, meta, forked_from, forked_at_turn)"
+                " VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (
+                    session_id,
+                    now,
+                    now,
+                    source[3] if workspace is None else redact(workspace),
+                    source[4],
+                    turn,
+                    source[7],
+                    source[8],
+                    source_id,
+                    turn,
+                ),
+            )
+            if not created:
+                raise SessionExists(f"session {session_id!r} already exists")
+            rows = db.query(
+                "SELECT seq, turn, replaced_by, is_summary FROM messages WHERE session_id = ?", (source_id,)
+            )
+            cut = _fork.cut_history(
+                [
+                    _fork.MessageRow(int(seq), int(turn), None if by is None else int(by), bool(summary))
+                    for seq, turn, by, summary in rows
+                ],
+                turn,
+            )
+            _fork.copy_fork(db, source_id=source_id, fork_id=session_id, cut=cut, created_at=now)
+            if archive:
+                db.run(
+                    "UPDATE sessions SET status = 'archived', updated_at = ? WHERE id = ?", (now, source_id)
+                )
+            return self._session_row(db, session_id)
+
+        return self._decode_session(self._write(write))
+
+    @staticmethod
+    def _check_rewindable(session_id: str, status: str, current_turn: int) -> None:
+        if status == "in_turn":
+            raise TurnRunning(
+                f"session {session_id!r} has turn {current_turn} running: it can be rewound once the turn"
+                " has ended (cancel it to end it now)",
+                session_id=session_id,
+                turn=current_turn,
+            )
+        if status == "closed":
+            raise SessionClosed(f"session {session_id!r} is closed: fork it instead of rewinding it")
+        if status == "archived":
+            raise SessionArchived(f"session {session_id!r} is archived already: fork it instead")
+
     # --- Messages -----------------------------------------------------------------------------------------
 
     def append_message(self, session_id: str, turn: int, message: Message) -> int:
@@ -518,8 +637,11 @@ class SessionStore:
 
     def _open_session(self, db: Db, session_id: str) -> None:
         # The row lock also serialises the seq allocation of concurrent writers to the session.
-        if self._session_row(db, session_id, lock=True)[5] == "closed":
+        status = self._session_row(db, session_id, lock=True)[5]
+        if status == "closed":
             raise SessionClosed(f"session {session_id!r} is closed")
+        if status == "archived":
+            raise SessionArchived(f"session {session_id!r} is archived: take it out of the archive to use it")
 
     def _touch(self, db: Db, session_id: str, now: float) -> None:
         db.run("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
@@ -541,11 +663,13 @@ class SessionStore:
     def _decode_session(self, row: tuple[Any, ...]) -> SessionRecord:
         session_id = str(row[0])
         try:
-            meta = _meta_decoder.decode(row[8])
+            fields = dict(zip(_SESSION_COLUMNS.split(", "), row, strict=True))
+            parent, at_turn = fields.pop("forked_from"), fields.pop("forked_at_turn")
             return msgspec.convert(
                 {
-                    **dict(zip(_SESSION_COLUMNS.split(", "), row, strict=True)),
-                    "meta": meta,
+                    **fields,
+                    "meta": _meta_decoder.decode(row[8]),
+                    "forked_from": None if parent is None else (parent, at_turn),
                 },
                 SessionRecord,
             )

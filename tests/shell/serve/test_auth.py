@@ -19,6 +19,8 @@ API = [
     ("POST", "/v1/sessions/s1/prompts"),
     ("POST", "/v1/sessions/s1/cancel"),
     ("POST", "/v1/sessions/s1/permissions/c1"),
+    ("POST", "/v1/sessions/s1/fork"),
+    ("POST", "/v1/sessions/s1/rewind"),
     ("GET", "/v1/sessions/s1/history"),
     ("GET", "/v1/sessions/s1/events"),
     ("GET", "/v1/events"),
