@@ -199,8 +199,10 @@ async function follow(id) {
       delay = 500;
       await readFrames(response.body, handle);
       if (controller.signal.aborted) return;
+      const closed = await isClosed(id); // a closed session's stream ends once it sent everything
+      if (closed) { link.stream = "none"; showLink(); return; }
       link.stream = "broken";
-      linkFailed();
+      if (closed === false) linkFailed(); else showLink(); // when unreachable, api() counted the failure
     } catch (error) {
       if (controller.signal.aborted) return;
       link.stream = "broken";
@@ -209,6 +211,12 @@ async function follow(id) {
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 5000);
   }
+}
+
+// Whether the session is closed; null when the service cannot say.
+async function isClosed(id) {
+  try { return (await api("GET", `/v1/sessions/${encodeURIComponent(id)}`)).status === "closed"; }
+  catch (error) { return null; }
 }
 
 async function readFrames(body, onFrame) {

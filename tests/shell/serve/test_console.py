@@ -22,6 +22,7 @@ from shell._protocol import GetHistory
 from shell.config import ServeSettings
 from shell.serve import start_server
 from shell.session import SessionChaos
+from shell.usage import Price
 from tests.shell.serve._server import TOKEN, ask_for, running
 
 REQUIRE_ENV = "REQUIRE_BROWSER_TESTS"
@@ -159,12 +160,24 @@ _RAW = re.compile(r'\{"|\[\]|":|\b[A-Z][A-Za-z]+\(|<[^>]* object at ')
 _VIEWS = ("sessions-pane", "events", "supervision-pane")
 _FIRST_STEP = "First I look at the workspace."
 _LAST_STEP = "All done: the listing is above."
-_USAGE = re.compile(r"[\d,]+ in( \([\d,]+ cached\))? · [\d,]+ out tokens")
+_USAGE = re.compile(r"[\d,]+ in( \([\d,]+ cached\))? · [\d,]+ out tokens · \$\d+\.\d{4}")
 _LONG_ARGUMENT = "echo " + "an-argument-without-any-space-" * 12
 
 
 def _raw_bits(text: str) -> list[str]:
     return _RAW.findall(text)
+
+
+def _clicked(browser, selector: str) -> bool:  # type: ignore[no-untyped-def]
+    """Click the element ``selector`` finds, for a wait: False while it is missing or redrawn under us."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    try:
+        browser.find_element(By.CSS_SELECTOR, selector).click()
+    except (NoSuchElementException, StaleElementReferenceException):
+        return False
+    return True
 
 
 def _overflowing(browser) -> list[str]:  # type: ignore[no-untyped-def]
@@ -190,8 +203,9 @@ def test_the_console_reads_a_turn_as_words_at_two_widths_and_after_a_reload(brow
     """A turn that retries a rate limit, writes text, calls a tool with a long argument and writes again:
     the timeline shows the prompt, the retry, the call with its arguments and result, both steps' text
     and the outcome with its usage in words; no view shows raw JSON or a repr; nothing scrolls sideways
-    at 1400 and 800 px; the status says "connected", and after the server stops "reconnecting" or
-    "offline"; a reload (which replays only stored events) still shows the whole turn's text."""
+    at 1400 and 800 px; a reload (which replays only stored events) still shows the whole turn's text;
+    the status says "connected", stays so once the session is closed and its stream ends, and says
+    "reconnecting" or "offline" after the server stops."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
@@ -205,7 +219,7 @@ def test_the_console_reads_a_turn_as_words_at_two_widths_and_after_a_reload(brow
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with (
         FakeProvider(Script.echo(), scripts={"work": work}, faults=faults) as provider,
-        running(provider, tmp_path) as (server, client),
+        running(provider, tmp_path, pricing={"fake-model": Price(2.0, 10.0)}) as (server, client),
     ):
         wait = WebDriverWait(browser, _WAIT, ignored_exceptions=(StaleElementReferenceException,))
         css = By.CSS_SELECTOR
@@ -214,7 +228,7 @@ def test_the_console_reads_a_turn_as_words_at_two_widths_and_after_a_reload(brow
             created = client.post("/v1/sessions", json={"workspace": "proj", "id": session_id})
             assert created.status_code == 201
             browser.get(f"{server.url}/#token={TOKEN}")
-            wait.until(ready.element_to_be_clickable((css, f'#sessions li[data-id="{session_id}"]'))).click()
+            wait.until(lambda b: _clicked(b, f'#sessions li[data-id="{session_id}"]'))  # the list is redrawn
             wait.until(ready.element_to_be_clickable((By.ID, "send")))
             browser.find_element(By.ID, "prompt").send_keys("[[script:work]] list the workspace")
             browser.find_element(By.ID, "send").click()
@@ -239,7 +253,10 @@ def test_the_console_reads_a_turn_as_words_at_two_widths_and_after_a_reload(brow
             for view in _VIEWS:
                 text = browser.find_element(By.ID, view).text
                 assert not _raw_bits(text), f"#{view} shows {_raw_bits(text)}: {text}"
-            assert "waiting [" not in browser.find_element(By.ID, "supervision-pane").text
+            supervision = browser.find_element(By.ID, "supervision-pane").text
+            assert "waiting [" not in supervision
+            assert "No request in flight, none waiting." in browser.find_element(By.ID, "gate").text
+            assert "No restarts, crashes or dead letters." in supervision
 
             for width in (1400, 800):
                 browser.set_window_size(width, 900)
@@ -255,6 +272,24 @@ def test_the_console_reads_a_turn_as_words_at_two_widths_and_after_a_reload(brow
             assert replayed.index(_FIRST_STEP) < replayed.index("shell") < replayed.index(_LAST_STEP)
             assert not browser.find_elements(css, ".answer[data-deltas]"), "nothing was streamed this time"
             wait.until(lambda b: b.find_element(*link).text == "connected")
+
+            # A closed session's stream ends for good: the console stays connected and stops following it.
+            browser.execute_script(
+                """
+                window.linkSeen = []; window.refreshes = 0;
+                const status = document.getElementById("link");
+                new MutationObserver(() => window.linkSeen.push(status.textContent))
+                  .observe(status, {childList: true, characterData: true, subtree: true});
+                new MutationObserver(() => { window.refreshes += 1; })
+                  .observe(document.getElementById("tree"), {childList: true});
+                """
+            )
+            assert client.delete(f"/v1/sessions/{session_id}").status_code == 200
+            closed = (css, f'#sessions li[data-id="{session_id}"][data-status="closed"]')
+            wait.until(ready.presence_of_element_located(closed))
+            wait.until(lambda b: b.execute_script("return window.refreshes") >= 3)  # a few polls later
+            seen = browser.execute_script("return window.linkSeen")
+            assert set(seen) <= {"connected"} and browser.find_element(*link).text == "connected", seen
 
             server.stop()
             wait.until(lambda b: b.find_element(*link).text in ("reconnecting", "offline"))
