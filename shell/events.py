@@ -24,6 +24,7 @@ __all__ = [
     "Queued",
     "Retrying",
     "SessionEvent",
+    "StepAnswered",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -153,6 +154,18 @@ class ToolCallFinished(msgspec.Struct, frozen=True, tag=True):
     preview: str
 
 
+class StepAnswered(msgspec.Struct, frozen=True, tag=True):
+    """A step of the turn ended with an answer that has text and calls tools: ``text`` is what the model
+    wrote in that step, stored before the step's tool calls start. With it, a turn's stored events hold
+    its whole text (this event for each such step, then the last step's in :class:`TurnCompleted`), so a
+    client that resumes from the store shows what a live one saw. Steps without text emit none."""
+
+    session: str
+    turn: int
+    step: int
+    text: str
+
+
 class DoomLoopWarning(msgspec.Struct, frozen=True, tag=True):
     """The model repeats itself; it was reminded to change approach. A second detection fails the turn."""
 
@@ -162,7 +175,8 @@ class DoomLoopWarning(msgspec.Struct, frozen=True, tag=True):
 
 
 class TurnCompleted(msgspec.Struct, frozen=True, tag=True):
-    """The turn ended with an assistant message without tool calls."""
+    """The turn ended with an assistant message without tool calls; ``text`` is that last step's text
+    (the text of earlier steps, which called tools, is in their :class:`StepAnswered` events)."""
 
     session: str
     turn: int
@@ -203,6 +217,7 @@ SessionEvent: TypeAlias = (
     | CompactionFinished
     | ToolCallStarted
     | ToolCallFinished
+    | StepAnswered
     | DoomLoopWarning
     | TurnCompleted
     | TurnFailed

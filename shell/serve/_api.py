@@ -17,9 +17,11 @@ __all__ = [
     "ErrorBody",
     "ForkBody",
     "ForkOrigin",
+    "GateView",
     "Health",
     "HistoryMessage",
     "HistoryView",
+    "McpServerView",
     "PendingPermission",
     "PermissionAnswer",
     "PermissionTaken",
@@ -215,6 +217,29 @@ class DeadLetterView(msgspec.Struct, frozen=True):
     at: float
 
 
+class GateView(msgspec.Struct, frozen=True):
+    """The provider gate's state: requests in flight, requests ``waiting`` by priority (its key; 0 the
+    most urgent), seconds of shared ``cool_down`` left (0: none), and the per-minute budgets left (None:
+    no such budget)."""
+
+    in_flight: int
+    waiting: dict[str, int]
+    cool_down: float
+    requests_remaining: float | None
+    tokens_remaining: float | None
+
+
+class McpServerView(msgspec.Struct, frozen=True):
+    """One MCP server: ``status`` (``starting``, ``ready``, ``restarting``, ``unavailable``, ``stopped``),
+    the tools it offers, its restarts and, when it is not ready, its last error's first line."""
+
+    name: str
+    status: str
+    tools: int
+    restarts: int
+    last_error: str = ""
+
+
 class Supervision(msgspec.Struct, frozen=True):
     """``GET /v1/supervision``: the host's actor tree and its recent dead letters."""
 
@@ -231,3 +256,7 @@ class Supervision(msgspec.Struct, frozen=True):
     """The provider gate's state in one line: requests in flight, waiting by priority, cool-down, budgets."""
     mcp_servers: list[str] = []
     """Each MCP server of the host and of its open sessions: ``NAME: status, N tools, N restarts``."""
+    gate: GateView | None = None
+    """The provider gate's state field by field (None: the host has no provider gate)."""
+    mcp: list[McpServerView] = []
+    """Each MCP server of ``mcp_servers``, field by field."""

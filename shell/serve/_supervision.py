@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from actors import ActorError, ChildInfo, WhichChildren
+from sampler.gate import GateSnapshot, GetGateStatus
+from tool_bridge.mcp import McpServerState
 
 from ..host import AgentHost
-from ._api import ActorNode, DeadLetterView, Supervision
+from ._api import ActorNode, DeadLetterView, GateView, McpServerView, Supervision
 
 __all__ = ["supervision"]
 
@@ -30,6 +32,23 @@ def _node(info: ChildInfo, children: list[ActorNode]) -> ActorNode:
     return ActorNode(info.name, info.address, info.status, max(0, info.incarnation - 1), children)
 
 
+def _gate(host: AgentHost) -> GateView | None:
+    if host.provider_gate is None:
+        return None
+    try:
+        snapshot: GateSnapshot = host.provider_gate.ask(GetGateStatus(), timeout=_ASK_TIMEOUT)
+    except ActorError:
+        return None
+    waiting = {str(priority): count for priority, count in sorted(snapshot.waiting.items())}
+    remaining = (snapshot.requests_remaining, snapshot.tokens_remaining)
+    return GateView(snapshot.in_flight, waiting, snapshot.cool_down, *remaining)
+
+
+def _mcp(state: McpServerState) -> McpServerView:
+    error = state.last_error.splitlines()[0][:_CLIP] if state.last_error and state.status != "ready" else ""
+    return McpServerView(state.name, str(state.status), state.tools, state.restarts, error)
+
+
 def supervision(host: AgentHost) -> Supervision:
     """The host supervisor's children (one subtree per running session) and their children, each with
     how often it was restarted, the dead letters and the turn gate; blocking (asks the supervisors, each
@@ -39,6 +58,7 @@ def supervision(host: AgentHost) -> Supervision:
         # Only session subtrees are supervisors; asking any other actor would leave a dead letter.
         inner = [_node(c, []) for c in _children(host, child.address)] if _is_session(child) else []
         tree.append(_node(child, inner))
+    states = [handle.state() for handle in host.mcp_servers()]
     counters = host.system.metrics()
     recent = host.system.dead_letters.recent()[-_RECENT:]
     letters = [
@@ -53,5 +73,7 @@ def supervision(host: AgentHost) -> Supervision:
         host.gate.running,
         host.gate.waiting,
         host.describe_gate(),
-        [handle.state().describe() for handle in host.mcp_servers()],
+        [state.describe() for state in states],
+        _gate(host),
+        [_mcp(state) for state in states],
     )

@@ -502,6 +502,9 @@ class TurnMachine:
         if not answer.tool_calls:
             done = ev.TurnCompleted(self.settings.session_id, self.number, answer.text, self.step)
             return self._finish(done, actions)
+        if answer.text:  # stored, so that the turn's stored events hold its whole text
+            said = ev.StepAnswered(self.settings.session_id, self.number, self.step, answer.text)
+            actions.append(Emit(said))
         self.phase = Phase.TOOLS
         self.batch_id = f"{self.settings.session_id}:{self.number}:{self._ids()}"
         invocations = tuple(ToolInvocation(c.id, c.name, c.arguments) for c in answer.tool_calls)

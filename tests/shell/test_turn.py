@@ -81,6 +81,21 @@ def test_tool_calls_run_then_their_results_go_back_to_the_model() -> None:
     assert actions[-1] == tm.AskBuild() and m.step == 2
 
 
+def test_a_step_that_writes_text_and_calls_tools_stores_its_text_before_the_tools_start() -> None:
+    m = machine()
+    rid = sampling(m)
+    answer = AssistantMessage(text="let me look", tool_calls=(CALL,))
+    actions = m.feed(Completed(rid, answer, None, FinishReason.STOP, 1), 1.0)
+    assert actions == [
+        tm.AppendMessage(answer),
+        tm.Emit(ev.StepAnswered("s", 7, 1, "let me look")),
+        tm.StartTools(m.batch_id, (ToolInvocation("c1", "read_file", CALL.arguments),)),
+    ]
+    silent = machine()
+    actions = silent.feed(completed(sampling(silent), CALL), 1.0)
+    assert not any(isinstance(a, tm.Emit) for a in actions), "a step without text stores no StepAnswered"
+
+
 def test_outcomes_of_other_requests_and_batches_are_ignored() -> None:
     m = machine()
     rid = sampling(m)

@@ -1,16 +1,25 @@
 // The turnkeep console: plain JavaScript, no build step, no third-party code.
 // Every API call sends the bearer token; the event stream is read with fetch (EventSource cannot send
 // headers) and resumed after any drop with Last-Event-ID, so no stored event is missed or repeated.
+// Every text shown is set as text (textContent or a text node), never parsed as HTML.
 "use strict";
 
 const state = {
   token: "",
   selected: null,
-  stream: null,      // AbortController of the open event stream
-  lastId: null,      // the last stored event id received on it
-  answers: new Map(), // turn -> element holding its streamed text
+  stream: null,       // AbortController of the open event stream
+  lastId: null,       // the last stored event id received on it
+  turns: new Map(),   // turn -> {node, head, body, open: the answer block text streams into, calls}
   pending: new Map(), // request id -> element of a waiting permission prompt
 };
+
+// What the connection is known to be: "connected" once the service answered and the stream (if any) is
+// open; "reconnecting" after a failed request or a dropped stream; "offline" after OFFLINE_AFTER failures
+// in a row, or when the browser says it is offline.
+const link = { answered: false, failures: 0, stream: "none" };
+const OFFLINE_AFTER = 3;
+const FOLD_CHARS = 160;
+const FOLD_LINES = 4;
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,42 +30,102 @@ function el(tag, attrs, ...children) {
     else if (key.startsWith("data-")) node.setAttribute(key, value);
     else node[key] = value;
   }
-  for (const child of children) node.append(child);
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
   return node;
 }
 
+const words = (name) => String(name || "").replaceAll("_", " ");
+const count = (n) => Number(n || 0).toLocaleString("en");
+const plural = (n, one, many) => `${count(n)} ${n === 1 ? one : many || one + "s"}`;
+
 function showError(message) { $("error").textContent = message || ""; }
+
+// --- the connection -------------------------------------------------------------------------------
+
+function showLink() {
+  let text = "connecting", mode = "connecting";
+  if (!state.token) { text = "no token"; mode = "idle"; }
+  else if (navigator.onLine === false || link.failures >= OFFLINE_AFTER) { text = "offline"; mode = "offline"; }
+  else if (link.failures > 0 || link.stream === "broken") { text = "reconnecting"; mode = "reconnecting"; }
+  else if (link.answered && link.stream !== "connecting") { text = "connected"; mode = "connected"; }
+  const node = $("link");
+  node.textContent = text;
+  node.dataset.state = mode;
+}
+
+function linkAnswered() { link.answered = true; link.failures = 0; showLink(); }
+function linkFailed() { link.failures += 1; showLink(); }
 
 async function api(method, path, body) {
   const headers = { Authorization: `Bearer ${state.token}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const data = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    throw new Error(`${data.kind || response.status}: ${data.message || response.statusText}`);
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (error) {
+    linkFailed();
+    throw new Error("the service cannot be reached");
   }
+  linkAnswered();
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(`${words(data.kind) || response.status}: ${data.message || response.statusText}`);
   return data;
 }
 
-// --- sessions ---------------------------------------------------------------------------------
+// --- usage in words ---------------------------------------------------------------------------------
+
+function addTokens(a, b) {
+  const sum = {};
+  for (const key of ["input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "reported"]) {
+    sum[key] = (a?.[key] || 0) + (b?.[key] || 0);
+  }
+  return sum;
+}
+
+// "371 in · 5 out tokens · $0.0012": the cached and reasoning parts when not zero, the cost when priced.
+function usageWords(tokens, cost) {
+  let text = `${count(tokens.input_tokens)} in`;
+  if (tokens.cached_tokens) text += ` (${count(tokens.cached_tokens)} cached)`;
+  text += ` · ${count(tokens.output_tokens)} out tokens`;
+  if (tokens.reasoning_tokens) text += ` (${count(tokens.reasoning_tokens)} reasoning)`;
+  if (typeof cost === "number") text += ` · $${cost.toFixed(4)}`;
+  return text;
+}
+
+// A turn's usage (its steps and compactions) in words; "no usage reported" when the provider sent none.
+function turnUsageWords(usage) {
+  if (!usage) return "no usage reported";
+  const total = addTokens(usage.steps, usage.compaction);
+  if (!total.reported) return "no usage reported";
+  return usageWords(total, usage.cost);
+}
+
+// --- sessions ---------------------------------------------------------------------------------------
+
+const STATUS = { idle: "idle", in_turn: "in a turn", closed: "closed" };
+
+function sessionItem(s) {
+  const facts = [plural(s.turns, "turn")];
+  if (!s.active && s.status !== "closed") facts.push("passivated");
+  if (s.pending_permissions.length) facts.push(`${count(s.pending_permissions.length)} waiting for permission`);
+  const item = el("li", { "data-id": s.id, "data-status": s.status },
+    el("div", { class: "name", title: s.id }, s.id),
+    el("div", { class: "meta" }, el("span", { class: "badge", "data-state": s.status }, STATUS[s.status] || words(s.status)),
+      ` ${facts.join(" · ")}`),
+    el("div", { class: "usage" }, s.usage ? usageWords(s.usage, s.usage.cost) : "no usage yet"));
+  if (s.id === state.selected) item.classList.add("selected");
+  item.addEventListener("click", () => select(s.id));
+  return item;
+}
 
 async function refreshSessions() {
   if (!state.token) return;
   let data;
   try { data = await api("GET", "/v1/sessions"); } catch (error) { showError(error.message); return; }
-  const list = $("sessions");
-  list.replaceChildren(...data.sessions.map((s) => {
-    const waiting = s.pending_permissions.length ? ` · ${s.pending_permissions.length} waiting` : "";
-    const usage = s.usage ? ` · ${JSON.stringify(s.usage)}` : "";
-    const item = el("li", { "data-id": s.id, "data-status": s.status },
-      el("div", { class: "name" }, s.id),
-      el("div", { class: "meta" }, `${s.status} · turn ${s.turns}${s.active ? "" : " · passivated"}${waiting}${usage}`));
-    if (s.id === state.selected) item.classList.add("selected");
-    item.addEventListener("click", () => select(s.id));
-    return item;
-  }));
+  $("sessions").replaceChildren(...data.sessions.map(sessionItem));
+  if (!data.sessions.length) $("sessions").append(el("li", { class: "empty" }, "No sessions yet."));
+  const remembered = sessionStorage.getItem("turnkeep-session");
+  if (!state.selected && remembered && data.sessions.some((s) => s.id === remembered)) select(remembered);
   const current = data.sessions.find((s) => s.id === state.selected);
   if (current) {
     const open = current.status !== "closed";
@@ -80,12 +149,14 @@ async function openSession(event) {
 function select(id) {
   if (state.stream) state.stream.abort();
   state.selected = id;
+  sessionStorage.setItem("turnkeep-session", id);
   state.lastId = "0";
-  state.answers.clear();
+  state.turns.clear();
   state.pending.clear();
   $("events").replaceChildren();
   $("permissions").replaceChildren();
-  $("session-title").textContent = `session ${id}`;
+  $("session-title").textContent = `Session ${id}`;
+  $("session-title").title = id;
   for (const item of $("sessions").children) item.classList.toggle("selected", item.dataset.id === id);
   follow(id);
   refreshSessions();
@@ -107,34 +178,45 @@ async function cancelTurn() {
   catch (error) { showError(error.message); }
 }
 
-// --- the event stream ---------------------------------------------------------------------------
-
-function setLink(text, mode) { const link = $("link"); link.textContent = text; link.dataset.state = mode; }
+// --- the event stream -------------------------------------------------------------------------------
 
 async function follow(id) {
   const controller = new AbortController();
   state.stream = controller;
   let delay = 500;
+  link.stream = "connecting";
+  showLink();
   while (!controller.signal.aborted && state.selected === id) {
     try {
       const headers = { Authorization: `Bearer ${state.token}`, "Last-Event-ID": state.lastId };
-      const response = await fetch(`/v1/sessions/${encodeURIComponent(id)}/events`,
-        { headers, signal: controller.signal });
+      const response = await fetch(`/v1/sessions/${encodeURIComponent(id)}/events`, { headers, signal: controller.signal });
       if (!response.ok) {
         const data = await response.json().catch(() => ({}));
-        throw new Error(`${data.kind || response.status}: ${data.message || ""}`);
+        throw new Error(`${words(data.kind) || response.status}: ${data.message || ""}`);
       }
-      setLink("live", "live");
+      link.stream = "open";
+      linkAnswered();
       delay = 500;
-      await readFrames(response.body, (frame) => handle(frame));
-      if (state.selected === id) setLink("stream ended; reconnecting", "retrying");
+      await readFrames(response.body, handle);
+      if (controller.signal.aborted) return;
+      const closed = await isClosed(id); // a closed session's stream ends once it sent everything
+      if (closed) { link.stream = "none"; showLink(); return; }
+      link.stream = "broken";
+      if (closed === false) linkFailed(); else showLink(); // when unreachable, api() counted the failure
     } catch (error) {
       if (controller.signal.aborted) return;
-      setLink(`reconnecting (${error.message})`, "retrying");
+      link.stream = "broken";
+      linkFailed();
     }
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 5000);
   }
+}
+
+// Whether the session is closed; null when the service cannot say.
+async function isClosed(id) {
+  try { return (await api("GET", `/v1/sessions/${encodeURIComponent(id)}`)).status === "closed"; }
+  catch (error) { return null; }
 }
 
 async function readFrames(body, onFrame) {
@@ -160,64 +242,178 @@ async function readFrames(body, onFrame) {
   }
 }
 
-function line(kind, text, cls) {
-  const node = el("div", { class: `event ${cls || ""}` }, el("span", { class: "kind" }, kind), text);
+// --- the timeline -----------------------------------------------------------------------------------
+
+// Appends to the timeline, keeping it scrolled to the bottom when it was there.
+function keepScrolled(append) {
   const box = $("events");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-  box.append(node);
+  append();
   if (atBottom) box.scrollTop = box.scrollHeight;
-  return node;
 }
 
-// The block the turn's streamed text goes to: made at its first text, and again after tool calls.
-function answer(turn) {
-  let node = state.answers.get(turn);
-  if (!node) {
-    node = line(`turn ${turn}`, "", "answer");
-    node.dataset.turn = String(turn);
-    node.append(el("span", { class: "text" }));
-    state.answers.set(turn, node);
+function turnBox(turn) {
+  let t = state.turns.get(turn);
+  if (!t) {
+    const head = el("div", { class: "turn-head" }, el("span", { class: "turn-no" }, `Turn ${turn}`));
+    const body = el("div", { class: "turn-body" });
+    t = { node: el("article", { class: "turn", "data-turn": String(turn) }, head, body), head, body, open: null, calls: new Map() };
+    state.turns.set(turn, t);
+    keepScrolled(() => $("events").append(t.node));
   }
-  return node.querySelector(".text");
+  return t;
+}
+
+const lastTurn = () => Math.max(1, ...state.turns.keys());
+
+function add(turn, node) { const t = turnBox(turn); keepScrolled(() => t.body.append(node)); return node; }
+
+function notice(turn, kind, text, cls) {
+  return add(turn, el("div", { class: `event notice ${cls || ""}` }, el("span", { class: "kind" }, kind), text));
+}
+
+// The block the turn's streamed text goes to: made at its first text, and again after each step.
+function answer(turn) {
+  const t = turnBox(turn);
+  if (!t.open) {
+    t.open = add(turn, el("div", { class: "event answer", "data-turn": String(turn) }, el("div", { class: "text" })));
+  }
+  return t.open;
+}
+
+function closeAnswer(turn) { turnBox(turn).open = null; }
+
+// A value of a tool's arguments as words: strings as they are, lists and objects spelled out.
+function valueWords(value) {
+  if (value === null || value === undefined) return "none";
+  if (Array.isArray(value)) return value.length ? value.map(valueWords).join(", ") : "nothing";
+  if (typeof value === "object") return Object.entries(value).map(([k, v]) => `${k} ${valueWords(v)}`).join("; ") || "nothing";
+  return String(value);
+}
+
+// Long or multi-line text folded into <details> whose summary names what it holds.
+function foldable(label, text, cls) {
+  const content = el("div", { class: `body ${cls}` }, text);
+  const lines = text.split("\n").length;
+  if (text.length <= FOLD_CHARS && lines <= FOLD_LINES) return el("div", { class: "part" }, el("span", { class: "label" }, label), content);
+  return el("details", { class: "part" },
+    el("summary", {}, el("span", { class: "label" }, label), `${plural(lines, "line")}, ${plural(text.length, "character")}`), content);
+}
+
+function argumentsPart(raw) {
+  let parsed;
+  try { parsed = JSON.parse(raw); } catch { parsed = undefined; }
+  if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) {
+    const entries = Object.entries(parsed);
+    if (!entries.length) return el("div", { class: "part muted" }, "no arguments");
+    const text = entries.map(([k, v]) => `${k}: ${valueWords(v)}`).join("\n");
+    return foldable("arguments", text, "arguments");
+  }
+  return foldable("arguments", parsed === undefined ? String(raw) : valueWords(parsed), "arguments");
+}
+
+function toolCall(e) {
+  const t = turnBox(e.turn);
+  closeAnswer(e.turn);
+  let node = t.calls.get(e.call_id);
+  if (node) return node;
+  const status = el("span", { class: "badge", "data-state": "pending" }, "running");
+  node = el("div", { class: "event tool", "data-call": e.call_id },
+    el("div", { class: "tool-head" }, el("span", { class: "kind" }, "tool"), el("strong", { class: "tool-name" }, e.tool), " ", status),
+    argumentsPart(e.arguments ?? ""));
+  node.status = status;
+  t.calls.set(e.call_id, node);
+  return add(e.turn, node);
+}
+
+function toolFinished(e) {
+  const node = toolCall({ ...e, arguments: e.arguments ?? "" });
+  const failed = e.is_error || e.status !== "ok";
+  node.status.textContent = e.is_error && e.status === "ok" ? "error" : words(e.status);
+  node.status.dataset.state = failed ? "failed" : "ok";
+  node.append(foldable("result", e.preview || "(no output)", "result"));
+}
+
+const CANCEL_REASONS = {
+  user_cancelled: "cancelled by the user",
+  aborted: "aborted by the program",
+  interrupted: "interrupted: the process ended while it ran",
+};
+
+function turnEnd(type, e) {
+  const t = turnBox(e.turn);
+  if (type === "turn_completed" && e.text) {
+    answer(e.turn).querySelector(".text").textContent = e.text; // the stored text is what the model wrote
+  }
+  closeAnswer(e.turn);
+  let what;
+  if (type === "turn_completed") what = `Completed in ${plural(e.steps, "step")}`;
+  else if (type === "turn_failed") what = `Failed (${words(e.kind)}): ${e.message}`;
+  else what = `Cancelled: ${CANCEL_REASONS[e.reason] || words(e.reason)}`;
+  const end = add(e.turn, el("div", { class: "event turn-end outcome", "data-type": type, "data-turn": String(e.turn) },
+    el("div", { class: "what" }, what), el("div", { class: "usage" }, turnUsageWords(e.usage))));
+  t.head.querySelector(".badge")?.remove();
+  t.head.append(el("span", { class: "badge", "data-state": type }, type.replace("turn_", "")));
+  for (const [id, node] of state.pending) { node.remove(); state.pending.delete(id); }
+  refreshSessions();
+  return end;
+}
+
+function retryWords(e) {
+  const status = e.status ? ` (HTTP ${e.status})` : "";
+  const voided = e.discard_partial ? "; the partial answer is discarded" : "";
+  return `${words(e.kind)}${status}: attempt ${e.attempt + 1} of ${e.max_attempts} in ${e.delay.toFixed(1)} s${voided}`;
+}
+
+// Any other event: its name and its plain fields in words.
+function otherWords(e) {
+  return Object.entries(e).filter(([k, v]) => !["type", "session", "turn"].includes(k) && v !== null && typeof v !== "object")
+    .map(([k, v]) => `${words(k)} ${v}`).join(" · ");
 }
 
 function handle(frame) {
   if (frame.id !== undefined) state.lastId = frame.id;
   const e = JSON.parse(frame.data);
+  const turn = e.turn;
   switch (frame.event) {
-    case "turn_started": line(`turn ${e.turn}`, `> ${e.prompt}`, "prompt"); break;
+    case "turn_started":
+      add(turn, el("div", { class: "event prompt" }, el("span", { class: "kind" }, "prompt"), el("div", { class: "text" }, e.prompt)));
+      break;
     case "text_delta": {
-      const text = answer(e.turn);
-      text.textContent += e.text;
-      text.parentElement.dataset.deltas = String(Number(text.parentElement.dataset.deltas || 0) + 1);
+      const block = answer(turn);
+      block.querySelector(".text").textContent += e.text;
+      block.dataset.deltas = String(Number(block.dataset.deltas || 0) + 1);
       break;
     }
+    case "step_answered":
+      answer(turn).querySelector(".text").textContent = e.text;
+      answer(turn).dataset.step = String(e.step);
+      closeAnswer(turn);
+      break;
     case "retrying": {
-      line("retry", `${e.kind}${e.status ? " " + e.status : ""}: attempt ${e.attempt + 1} of ${e.max_attempts} in ${e.delay.toFixed(1)} s`, "notice");
-      if (e.discard_partial) { const text = answer(e.turn); text.parentElement.classList.add("void"); state.answers.delete(e.turn); }
+      if (e.discard_partial && state.turns.get(turn)?.open) { answer(turn).classList.add("void"); closeAnswer(turn); }
+      notice(turn, "retry", retryWords(e), "retry").title = e.message || "";
       break;
     }
-    case "tool_call_started":
-      state.answers.delete(e.turn); // text after the tools is a new block
-      line("tool", `${e.tool} ${e.arguments}`, "tool");
+    case "queued": {
+      const wait = e.expected_wait === null ? "until a request in flight ends" : `about ${e.expected_wait.toFixed(1)} s`;
+      notice(turn, "queued", `waiting at the provider gate (${words(e.reason)}): place ${e.place + 1}, ${wait}`, "queued");
       break;
-    case "tool_call_finished": line("tool", `${e.tool} ${e.is_error ? "error" : e.status}: ${e.preview}`, "tool"); break;
+    }
+    case "projection_fallback": notice(turn, "fallback", `the provider refused the request's shape (${words(e.kind)}); sent again as ${words(e.projection)}`); break;
+    case "auth_refreshed": notice(turn, "credentials", "refreshed after the provider refused them; the request was sent again"); break;
+    case "tool_call_started": toolCall(e); break;
+    case "tool_call_finished": toolFinished(e); break;
+    case "tool_abandoned": notice(turn ?? lastTurn(), "tool", `${e.tool} was abandoned: ${words(e.reason)}`); break;
     case "permission_requested": showPermission(e); break;
-    case "compaction_started": line("compaction", `${e.reason}: about ${e.estimated_tokens} of ${e.window} tokens`, "notice"); break;
-    case "compaction_finished": line("compaction", e.ok ? `${e.tokens_before} -> ${e.tokens_after} tokens` : `did not help: ${e.message}`, "notice"); break;
-    case "gap": line("gap", `text was dropped (${e.dropped_bytes} bytes); the turn's end carries its text`, "notice"); break;
-    case "turn_completed": case "turn_failed": case "turn_cancelled": {
-      const block = state.answers.get(e.turn);
-      if (frame.event === "turn_completed" && e.text && !(block && block.textContent)) answer(e.turn).textContent = e.text;
-      const why = e.kind ? `${e.kind}: ${e.message}` : e.reason || `${e.steps} step(s)`;
-      const end = line(frame.event.replace("turn_", ""), why, "turn-end");
-      end.dataset.type = frame.event;
-      end.dataset.turn = String(e.turn);
-      for (const [id, node] of state.pending) { node.remove(); state.pending.delete(id); }
-      refreshSessions();
+    case "compaction_started": notice(turn, "compaction", `${words(e.reason)}: about ${count(e.estimated_tokens)} of ${count(e.window)} tokens`, "compaction"); break;
+    case "compaction_finished":
+      notice(turn, "compaction", e.ok ? `${count(e.tokens_before)} → ${count(e.tokens_after)} tokens, ${plural(e.replaced, "message")} summarised` : `did not help: ${e.message}`, "compaction");
       break;
-    }
-    default: line(frame.event, JSON.stringify(e), "notice");
+    case "doom_loop_warning": notice(turn, "repeating", `the model repeats itself (${words(e.reason)}); it was told to change approach`); break;
+    case "gap": notice(lastTurn(), "gap", `${count(e.dropped_bytes)} bytes of streamed text were not shown; the stored text follows`); break;
+    case "turn_completed": case "turn_failed": case "turn_cancelled": turnEnd(frame.event, e); break;
+    default: notice(turn ?? lastTurn(), words(frame.event), otherWords(e));
   }
 }
 
@@ -225,7 +421,7 @@ function showPermission(p) {
   const id = p.request_id;
   if (state.pending.has(id)) return;
   const buttons = ["allow_once", "allow_always", "deny"].map((decision) => {
-    const button = el("button", { type: "button", "data-decision": decision }, decision.replace("_", " "));
+    const button = el("button", { type: "button", "data-decision": decision }, words(decision));
     button.addEventListener("click", () => answerPermission(id, decision));
     return button;
   });
@@ -239,39 +435,82 @@ async function answerPermission(id, decision) {
   const node = state.pending.get(id);
   try {
     await api("POST", `/v1/sessions/${encodeURIComponent(state.selected)}/permissions/${encodeURIComponent(id)}`, { decision });
-    line("permission", `${decision} ${id}`, "notice");
   } catch (error) { showError(error.message); }
   if (node) node.remove();
   state.pending.delete(id);
 }
 
-// --- supervision --------------------------------------------------------------------------------
+// --- supervision ------------------------------------------------------------------------------------
 
 function treeNode(actor) {
-  const restarts = el("span", { class: "restarts", "data-count": String(actor.restarts) }, `${actor.restarts} restarts`);
-  const item = el("li", { "data-address": actor.address }, `${actor.name} · ${actor.status} · `, restarts);
+  const restarts = el("span", { class: "restarts", "data-count": String(actor.restarts) },
+    actor.restarts ? plural(actor.restarts, "restart") : "never restarted");
+  const item = el("li", { "data-address": actor.address },
+    el("span", { class: "name", title: actor.address }, actor.name), " ",
+    el("span", { class: "badge", "data-state": actor.status }, words(actor.status)), " ", restarts);
   if (actor.children.length) item.append(el("ul", {}, ...actor.children.map(treeNode)));
   return item;
+}
+
+function countersWords(data) {
+  const troubles = [[data.restarts, "restart"], [data.crashes, "crash", "crashes"], [data.dead_letters, "dead letter"]]
+    .filter(([n]) => n).map(([n, one, many]) => plural(n, one, many));
+  const health = troubles.length ? `${troubles.join(", ")} so far.` : "No restarts, crashes or dead letters.";
+  const turns = `${plural(data.turns_running, "turn")} running, ${data.turns_waiting ? count(data.turns_waiting) : "none"} waiting for a place.`;
+  return `${health} ${turns}`;
+}
+
+const PRIORITIES = { 0: "interactive", 1: "background" };
+
+function gateWords(gate) {
+  if (!gate) return "Off: requests go straight to the provider.";
+  const parts = [gate.in_flight ? `${plural(gate.in_flight, "request")} in flight` : "No request in flight"];
+  const waiting = Object.entries(gate.waiting).filter(([, n]) => n);
+  parts.push(waiting.length ? `waiting: ${waiting.map(([p, n]) => `${count(n)} ${PRIORITIES[p] || "priority " + p}`).join(", ")}` : "none waiting");
+  if (gate.cool_down > 0) parts.push(`cooling down for ${gate.cool_down.toFixed(1)} s`);
+  const budgets = [];
+  if (gate.requests_remaining !== null) budgets.push(plural(Math.floor(gate.requests_remaining), "request"));
+  if (gate.tokens_remaining !== null) budgets.push(plural(Math.floor(gate.tokens_remaining), "token"));
+  if (budgets.length) parts.push(`${budgets.join(" and ")} left this minute`);
+  return `${parts.join(", ")}.`;
+}
+
+function gateBadge(gate) {
+  if (!gate) return ["off", "idle"];
+  if (gate.cool_down > 0) return ["cooling down", "reconnecting"];
+  if (Object.values(gate.waiting).some((n) => n)) return ["queueing", "in_turn"];
+  return gate.in_flight ? ["busy", "in_turn"] : ["idle", "idle"];
+}
+
+function mcpItem(server) {
+  const facts = `${plural(server.tools, "tool")}, ${server.restarts ? plural(server.restarts, "restart") : "never restarted"}`;
+  return el("li", {}, el("span", { class: "name", title: server.name }, server.name), " ",
+    el("span", { class: "badge", "data-state": server.status }, words(server.status)), ` ${facts}`,
+    server.last_error ? el("div", { class: "muted" }, `Last error: ${server.last_error}`) : null);
 }
 
 async function refreshSupervision() {
   if (!state.token) return;
   let data;
   try { data = await api("GET", "/v1/supervision"); } catch (error) { return; }
-  $("counters").textContent = `${data.restarts} restarts · ${data.crashes} crashes · ${data.dead_letters} dead letters`
-    + ` · turns: ${data.turns_running} running, ${data.turns_waiting} waiting at the gate`
-    + (data.provider_gate ? ` · ${data.provider_gate}` : "")
-    + (data.mcp_servers.length ? ` · MCP ${data.mcp_servers.join("; ")}` : "");
+  $("counters").textContent = countersWords(data);
+  const [label, mode] = gateBadge(data.gate);
+  $("gate").replaceChildren(el("span", { class: "badge", "data-state": mode }, label), ` ${gateWords(data.gate)}`);
+  const servers = data.mcp || [];
+  $("mcp").replaceChildren(...(servers.length ? servers.map(mcpItem) : [el("li", { class: "muted" }, "None configured.")]));
   $("tree").replaceChildren(...data.tree.map(treeNode));
-  $("dead-letters").replaceChildren(...data.recent_dead_letters.map((d) =>
-    el("li", {}, `${new Date(d.at * 1000).toLocaleTimeString()} ${d.address}: ${d.reason}`)));
+  $("dead-letters").replaceChildren(...(data.recent_dead_letters.length
+    ? data.recent_dead_letters.map((d) => el("li", {}, `${new Date(d.at * 1000).toLocaleTimeString()} `,
+        el("span", { class: "address" }, d.address), `: ${d.reason}`))
+    : [el("li", { class: "muted" }, "None.")]));
 }
 
-// --- start ----------------------------------------------------------------------------------------
+// --- start ------------------------------------------------------------------------------------------
 
 function useToken(token) {
   state.token = token.trim();
   sessionStorage.setItem("turnkeep-token", state.token);
+  showLink();
   refreshSessions();
   refreshSupervision();
 }
@@ -288,6 +527,9 @@ function start() {
     if (event.key === "Enter" && event.ctrlKey) sendPrompt(event);
   });
   $("cancel").addEventListener("click", cancelTurn);
+  window.addEventListener("online", showLink);
+  window.addEventListener("offline", showLink);
+  showLink();
   if (token) useToken(token);
   setInterval(refreshSessions, 2000);
   setInterval(refreshSupervision, 2000);

@@ -14,6 +14,7 @@ from sampler.fake import FakeProvider
 from shell.config import ServeSettings
 from shell.host import AgentHost
 from shell.serve import RunningServer, start_server
+from shell.usage import Price
 from tests.shell._settings import settings_for
 from tool_bridge import PermissionPolicy, PermissionRule
 
@@ -34,14 +35,18 @@ def running(
     serve: ServeSettings | None = None,
     permissions: Callable[[], PermissionPolicy] | None = None,
     env: dict[str, str] | None = None,
+    pricing: dict[str, Price] | None = None,
     **host_options: Any,
 ) -> Iterator[tuple[RunningServer, httpx.Client]]:
-    """A host (with the settings ``env`` adds) and its server on a free port, and a client that sends the
-    token; both closed after."""
+    """A host (with the settings ``env`` adds, and ``pricing`` when given) and its server on a free port,
+    and a client that sends the token; both closed after."""
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
     policy = permissions or ask_for()
-    host = AgentHost(settings_for(provider, tmp_path, **(env or {})), permissions=policy, **host_options)
+    settings = settings_for(provider, tmp_path, **(env or {}))
+    if pricing is not None:
+        settings = msgspec.structs.replace(settings, pricing=pricing)
+    host = AgentHost(settings, permissions=policy, **host_options)
     try:
         server = start_server(host, serve or ServeSettings(port=0), token=TOKEN, workspace_root=root)
         try:

@@ -196,7 +196,9 @@ def test_the_supervision_view_lists_each_session_subtree(provider, tmp_path):
         assert view["dead_letters"] >= 0
         assert (view["turns_running"], view["turns_waiting"]) == (0, 0)
         assert view["provider_gate"] == "provider gate: 0 in flight; waiting []"
-        assert view["mcp_servers"] == []
+        assert view["mcp_servers"] == [] and view["mcp"] == []
+        idle = {"in_flight": 0, "waiting": {}, "cool_down": 0.0}
+        assert view["gate"] == {**idle, "requests_remaining": None, "tokens_remaining": None}
         again = decode(client.get("/v1/supervision"))
         assert again["dead_letters"] == view["dead_letters"]  # looking leaves no dead letter
 
