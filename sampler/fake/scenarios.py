@@ -51,6 +51,25 @@ class HostNeeds(msgspec.Struct, frozen=True, kw_only=True):
     retry_base_delay: float | None = None
     retry_max_delay: float | None = None
 
+    def describe(self, token_url: str) -> str:
+        """What a host must be told, in words, for a provider whose refresh endpoint is `token_url`;
+        "nothing" when it needs nothing."""
+        parts = []
+        if self.allow_tools:
+            parts.append(f"allow {', '.join(self.allow_tools)} without asking")
+        if self.context_window is not None:
+            output = "" if self.max_output_tokens is None else f" ({self.max_output_tokens} for the answer)"
+            parts.append(f"a {self.context_window}-token context window{output}")
+        if self.keep_recent_turns is not None:
+            parts.append(f"keep {self.keep_recent_turns} recent turn(s) verbatim when compacting")
+        if self.refresh_token is not None:
+            parts.append(f"refresh access tokens at {token_url} with the refresh token {self.refresh_token}")
+        if self.retry_base_delay is not None or self.retry_max_delay is not None:
+            parts.append(
+                f"back off from {self.retry_base_delay} s to {self.retry_max_delay} s between retries"
+            )
+        return "; ".join(parts) or "nothing"
+
 
 @dataclass(frozen=True)
 class Scenario:

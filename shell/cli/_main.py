@@ -181,6 +181,9 @@ def _fake_provider(options: argparse.Namespace) -> int:
     def ready(provider: FakeProvider) -> None:
         print(provider.base_url, flush=True)
         sys.stderr.write(f"[{playing}faults: {options.faults}, seed {options.seed}; Ctrl-C to stop]\n")
+        if options.scenario is not None:
+            needs = _fake.scenario_named(options.scenario).needs.describe(provider.token_url)
+            sys.stderr.write(f"[a host playing it needs: {needs}]\n")
 
     try:
         with _stopped_by_signals():

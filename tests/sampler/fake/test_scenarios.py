@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sampler.fake import SCENARIOS, FaultPlan, Scenario, UnknownScenario, scenario
+from sampler.fake import SCENARIOS, FaultPlan, HostNeeds, Scenario, UnknownScenario, scenario
 
 
 def test_the_catalogue_has_the_five_scenarios_each_described_on_one_line() -> None:
@@ -38,3 +38,15 @@ def test_each_scenarios_provider_starts_and_stops_on_loopback(name: str) -> None
     with SCENARIOS[name].provider() as provider:
         assert provider.base_url.startswith("http://127.0.0.1:")
     assert not provider.running
+
+
+def test_a_scenarios_needs_are_described_in_words() -> None:
+    url = "http://127.0.0.1:1/oauth/token"
+    assert (
+        SCENARIOS["expiring"]
+        .needs.describe(url)
+        .endswith(f"refresh access tokens at {url} with the refresh token fake-refresh-token")
+    )
+    assert "a 1000-token context window (200 for the answer)" in SCENARIOS["compacting"].needs.describe(url)
+    assert SCENARIOS["looping"].needs.describe(url) == "allow list_dir without asking"
+    assert HostNeeds().describe(url) == "nothing"

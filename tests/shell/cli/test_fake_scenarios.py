@@ -74,6 +74,8 @@ def test_compacting_compacts_by_the_third_prompt_and_every_turn_completes(tmp_pa
     assert not of(ev.CompactionFinished, turns[0])
     compacted = [event for events in turns for event in of(ev.CompactionFinished, events)]
     assert compacted and all(event.ok for event in compacted)
+    started = [event for events in turns for event in of(ev.CompactionStarted, events)]
+    assert [event.reason for event in started] == ["proactive"] * len(compacted)
 
 
 def test_looping_fails_as_a_doom_loop_and_the_session_stays_usable(tmp_path: Path) -> None:

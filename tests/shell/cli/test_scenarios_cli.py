@@ -45,6 +45,7 @@ def test_fake_provider_plays_a_scenario_with_its_faults_first() -> None:
         process.kill()
     assert (reply.status_code, reply.headers.get("retry-after")) == (429, "1")
     assert "scenario flaky, faults: light, seed 3" in err.text
+    assert "[a host playing it needs: allow list_dir without asking; back off from 0.3 s to 1.0 s" in err.text
     assert process.returncode == 0
 
 
