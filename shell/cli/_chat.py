@@ -61,7 +61,7 @@ def run(options: argparse.Namespace) -> int:
             f"embedded provider at {fake.provider.base_url}, workspace {fake.workspace}]\n"
         )
         return _chat(
-            settings_from(options, fake.environ),
+            _fake.pointed(settings_from(options, fake.environ), fake.provider.base_url),
             options,
             allow=fake.scenario.needs.allow_tools,
             credentials=fake.credentials,

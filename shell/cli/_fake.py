@@ -8,12 +8,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from sampler.fake import FakeProvider, HostNeeds, Scenario, UnknownScenario, scenario
 
+from ..config import Settings
 from ..credentials import CredentialProvider, OAuthCredential
 from ._settings import CliUsageError
 
-__all__ = ["FakeRun", "fake_environ", "scenario_named", "started"]
+__all__ = ["FakeRun", "fake_credentials", "fake_environ", "pointed", "scenario_named", "started"]
 
 _CLEARED = ("TURNKEEP_PROVIDER__", "TURNKEEP_CONFIG")
 """Variables the fake run drops from the environment: the provider is the scenario's, nothing else."""
@@ -49,6 +52,20 @@ def fake_environ(needs: HostNeeds, base_url: str, store: Path, environ: Mapping[
     }
     values.update({name: str(value) for name, value in optional.items() if value is not None})
     return {**kept, **values}
+
+
+def pointed(settings: Settings, base_url: str) -> Settings:
+    """``settings`` with the provider at ``base_url`` and none of the settings' own credentials: what a
+    ``--config`` file says of the provider's place and key does not apply to a fake run (the rest does)."""
+    provider = msgspec.structs.replace(
+        settings.provider,
+        base_url=base_url,
+        api_key_env=None,
+        api_key_file=None,
+        oauth_token_url=None,
+        refresh_token_env=None,
+    )
+    return settings.replace(provider=provider)
 
 
 def fake_credentials(needs: HostNeeds, provider: FakeProvider) -> CredentialProvider | None:

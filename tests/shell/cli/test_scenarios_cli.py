@@ -58,3 +58,11 @@ def test_chat_fake_coding_shows_the_tool_calls_their_folded_results_and_the_usag
     assert "[turn 1 completed in 5 steps]\n[usage: " in result.stderr
     assert "The workspace now holds notes.md." in result.stdout
     assert (workspace / "notes.md").read_text().startswith("# Notes")
+
+
+def test_chat_fake_talks_to_its_own_provider_whatever_the_config_file_says(tmp_path) -> None:
+    config = tmp_path / "elsewhere.toml"
+    config.write_text('[provider]\nbase_url = "http://127.0.0.1:9/v1"\n[window]\ncontext_window = 50000\n')
+    result = turnkeep("chat", "--fake", "looping", "--config", str(config), stdin="look\n")
+    assert result.returncode == 0, result.stderr
+    assert "[the turn failed (doom_loop): The model is repeating itself" in result.stderr
