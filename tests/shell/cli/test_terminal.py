@@ -8,6 +8,7 @@ tmux the tests skip, unless ``REQUIRE_TERMINAL_TESTS=1`` says they must run.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from tests.shell.cli.test_cli import REPO, environment
 DEADLINE = 60.0
 """Seconds a test waits for what it expects on the screen."""
 _POLL = 0.1
+_EXITED = "[the command exited with "
 
 TMUX = shutil.which("tmux")
 if TMUX is None and os.environ.get("REQUIRE_TERMINAL_TESTS") == "1":
@@ -37,27 +39,12 @@ class Terminal:
     def __init__(self, command: list[str]) -> None:
         self.socket = f"turnkeep-test-{uuid.uuid4().hex[:12]}"
         self.session = "chat"
-        line = " ".join(shlex.quote(word) for word in command)
-        self.tmux(
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            self.session,
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-c",
-            str(REPO),
-            line,
-            ";",
-            "set-option",
-            "-g",
-            "remain-on-exit",
-            "on",
-        )
+        # The command's exit status is written on the screen and the pane kept open after it (by `cat`),
+        # so the test reads it there; the shell outlives a Ctrl-C meant for the command (`trap :`).
+        wrapper = f'trap : INT; {shlex.join(command)}; echo "{_EXITED}$?]"; exec cat'
+        size = ("-x", "120", "-y", "40")
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", self.session, *size, "-c", str(REPO), wrapper)
+        self.socket_path = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
     def tmux(self, *args: str) -> str:
         assert TMUX is not None
@@ -87,14 +74,15 @@ class Terminal:
 
     def exit_status(self) -> int:
         """The command's exit status, once it has ended (awaited up to :data:`DEADLINE` seconds)."""
-        self.wait_for(lambda _text: self._pane("pane_dead") == "1", "end of the command")
-        return int(self._pane("pane_dead_status"))
-
-    def _pane(self, variable: str) -> str:
-        return self.tmux("display-message", "-p", "-t", self.session, f"#{{{variable}}}").strip()
+        screen = self.wait_for(lambda text: _EXITED in text, "end of the command")
+        found = re.search(rf"{re.escape(_EXITED)}(\d+)\]", screen)
+        assert found is not None, screen
+        return int(found.group(1))
 
     def close(self) -> None:
+        """Kill this test's tmux server (no other) and remove its socket."""
         subprocess.run([TMUX or "tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+        self.socket_path.unlink(missing_ok=True)
 
 
 @pytest.fixture
