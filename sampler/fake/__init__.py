@@ -16,12 +16,14 @@ from ._ratelimit import RateLimit
 from ._server import FakeProvider, FakeProviderError, serve_forever
 from ._stats import ProviderStats, Rejection
 from .faults import FAULT_KINDS, PROFILES, STATUS_KINDS, TRANSIENT_KINDS, Fault, FaultKind, FaultPlan
+from .scenarios import SCENARIOS, HostNeeds, Scenario, UnknownScenario, scenario
 from .script import SUMMARY_MARKER, SUMMARY_PREFIX, Conversation, FinalAnswer, Script, Step, ToolStep
 
 __all__ = [
     "DEFAULT_REFRESH_TOKEN",
     "FAULT_KINDS",
     "PROFILES",
+    "SCENARIOS",
     "STATUS_KINDS",
     "SUMMARY_MARKER",
     "SUMMARY_PREFIX",
@@ -33,13 +35,17 @@ __all__ = [
     "FaultKind",
     "FaultPlan",
     "FinalAnswer",
+    "HostNeeds",
     "OverflowStyle",
     "ProviderStats",
     "RateLimit",
     "Rejection",
+    "Scenario",
     "Script",
     "Step",
     "TokenExpiry",
     "ToolStep",
+    "UnknownScenario",
+    "scenario",
     "serve_forever",
 ]

@@ -217,13 +217,17 @@ def serve_forever(
     host: str = "127.0.0.1",
     script: Script | None = None,
     on_ready: Callable[[FakeProvider], None] | None = None,
+    provider: FakeProvider | None = None,
 ) -> ProviderStats:
     """Run a provider with the named fault profile until KeyboardInterrupt, then stop it cleanly.
 
-    `on_ready` is called with the running provider (to print its URL, say); a KeyboardInterrupt it raises
-    stops the provider like Ctrl-C does. Returns the final stats. Raises ValueError for an unknown profile.
+    With `provider` (not started), that provider is served instead, and `port`, `profile`, `seed`, `host`
+    and `script` are its own business. `on_ready` is called with the running provider (to print its URL,
+    say); a KeyboardInterrupt it raises stops the provider like Ctrl-C does. Returns the final stats.
+    Raises ValueError for an unknown profile.
     """
-    provider = FakeProvider(script, faults=FaultPlan.profile(profile, seed=seed), host=host, port=port)
+    if provider is None:
+        provider = FakeProvider(script, faults=FaultPlan.profile(profile, seed=seed), host=host, port=port)
     with provider:
         try:
             if on_ready is not None:

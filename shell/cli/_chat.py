@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from contextlib import suppress
+from pathlib import Path
 from typing import Literal
 
 from tool_bridge import PermissionDecision, PermissionRequested
 
+from ..config import Settings
+from ..credentials import CredentialProvider
+from . import _fake
 from ._mcp import mcp_command
 from ._run import with_mcp_options
 from ._settings import open_host, open_session, settings_from
 from ._turn_view import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_turn
 
-__all__ = ["run"]
+__all__ = ["add_arguments", "run"]
 
 _LEAVE = frozenset({"/exit", "/quit"})
 _STATUS = "/status"
@@ -27,16 +32,52 @@ _ANSWERS: dict[str, Literal["allow_once", "allow_always"]] = {
 }
 
 
-def run(options: argparse.Namespace) -> int:
-    """Chat until ``/exit``, end of input or Ctrl-C at the prompt (0); Ctrl-C during a turn cancels it
-    and the chat goes on, a second one leaves (130). ``/status`` tells what the session and the host's
-    provider gate are doing.
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``chat``'s own arguments (the host options are added by the caller)."""
+    parser.add_argument(
+        "--fake",
+        metavar="SCENARIO",
+        help="chat with the embedded provider playing SCENARIO (see turnkeep fake-provider --list): "
+        "no key, no network, a temporary store and workspace unless given, the scenario's tools allowed",
+    )
 
-    A tool call that needs permission is asked about: ``y`` allows it once, ``a`` for the rest of the
-    session, anything else denies it. Raises :class:`~shell.config.ConfigError` or
-    :class:`~shell.cli._settings.CliUsageError` before the first prompt.
+
+def run(options: argparse.Namespace) -> int:
+    """Chat until ``/exit`` or end of input (0) or Ctrl-C at the prompt (130); Ctrl-C during a turn
+    cancels it and the chat goes on, a second one leaves (130). ``/status`` tells what the session and the
+    host's provider gate are doing.
+
+    With ``--fake SCENARIO`` the scenario's provider runs in this process for the chat's length, and the
+    host is pointed at it (:mod:`._fake`). A tool call that needs permission is asked about: ``y`` allows
+    it once, ``a`` for the rest of the session, anything else denies it. Raises
+    :class:`~shell.config.ConfigError` or :class:`~shell.cli._settings.CliUsageError` before the first
+    prompt.
     """
-    settings = with_mcp_options(settings_from(options), options.mcp)
+    if options.fake is None:
+        return _chat(settings_from(options), options)
+    with _fake.started(options.fake, os.environ, store=options.store, workspace=options.workspace) as fake:
+        sys.stderr.write(
+            f"[scenario {fake.scenario.name}: {fake.scenario.description}; "
+            f"embedded provider at {fake.provider.base_url}, workspace {fake.workspace}]\n"
+        )
+        return _chat(
+            _fake.pointed(settings_from(options, fake.environ), fake.provider.base_url),
+            options,
+            allow=fake.scenario.needs.allow_tools,
+            credentials=fake.credentials,
+            workspace=fake.workspace,
+        )
+
+
+def _chat(
+    settings: Settings,
+    options: argparse.Namespace,
+    *,
+    allow: tuple[str, ...] = (),
+    credentials: CredentialProvider | None = None,
+    workspace: Path | None = None,
+) -> int:
+    settings = with_mcp_options(settings, options.mcp)
     if sys.stdin.isatty():
         with suppress(ImportError):
             importlib.import_module("readline")  # line editing and history for input()
@@ -47,23 +88,23 @@ def run(options: argparse.Namespace) -> int:
         view.end_line()
         question = f"allow {request.tool} {request.arguments}? [y]es once, [a]lways, [N]o: "
         reply = _read(interrupts, question)
-        if reply is None:
+        if isinstance(reply, int):
             interrupts.count += 1  # Ctrl-C or end of input while asked: no, and the turn ends
-        decision = _ANSWERS.get((reply or "").strip().lower())
+        decision = _ANSWERS.get(reply.strip().lower()) if isinstance(reply, str) else None
         if decision is None:
             return PermissionDecision(request.call_id, "deny", reason="the user said no")
         return PermissionDecision(request.call_id, decision)
 
     with interrupts.counting():
-        host = open_host(settings, options, interactive=True)
+        host = open_host(settings, options, interactive=True, allow=allow, credentials=credentials)
         try:
-            session = open_session(host, options)
+            session = open_session(host, options, workspace=workspace)
             sys.stderr.write(f"[session {session.id}: /status to look around, /exit or Ctrl-D to leave]\n")
             while True:
                 line = _read(interrupts, "> ")
-                if line is None:
+                if isinstance(line, int):
                     sys.stdout.write("\n")
-                    return EXIT_OK
+                    return line
                 text = line.strip()
                 if text in _LEAVE:
                     return EXIT_OK
@@ -83,10 +124,12 @@ def run(options: argparse.Namespace) -> int:
             host.close()
 
 
-def _read(interrupts: Interrupts, prompt: str) -> str | None:
-    """A line from the terminal, or None for end of input or Ctrl-C."""
+def _read(interrupts: Interrupts, prompt: str) -> str | int:
+    """A line from the terminal, or the exit code of leaving: 0 for end of input, 130 for Ctrl-C."""
     with interrupts.raising():
         try:
             return input(prompt)
-        except (EOFError, KeyboardInterrupt):
-            return None
+        except EOFError:
+            return EXIT_OK
+        except KeyboardInterrupt:
+            return EXIT_CANCELLED

@@ -18,14 +18,14 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from actors import ActorError
-from sampler.fake import PROFILES, FakeProvider, serve_forever
+from sampler.fake import PROFILES, SCENARIOS, FakeProvider, serve_forever
 from tool_bridge.mcp import McpError
 
 from .._extras import MissingExtra
 from ..config import ConfigError
 from ..host import HostError
 from ..store import StoreError
-from . import _chat, _run, _serve, _sessions
+from . import _chat, _fake, _run, _serve, _sessions
 from ._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ._settings import CliUsageError, add_host_options
 
@@ -56,6 +56,7 @@ def _build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
     _run.add_mcp_option(chat)
     add_host_options(chat)
+    _chat.add_arguments(chat)
 
     serve = commands.add_parser("serve", help="the host as an HTTP service with event streams and a console")
     add_host_options(serve)
@@ -70,6 +71,12 @@ def _build_parser() -> argparse.ArgumentParser:
     fake.add_argument("--port", type=int, default=_FAKE_PORT, help=f"default {_FAKE_PORT}; 0 picks one")
     fake.add_argument("--faults", choices=PROFILES, default="none", help="the fault profile (default none)")
     fake.add_argument("--seed", type=int, default=0, help="the seed of the faults drawn")
+    fake.add_argument(
+        "--scenario",
+        metavar="NAME",
+        help="play the named scenario (its script, faults and tokens); see --list",
+    )
+    fake.add_argument("--list", action="store_true", help="list the scenarios, one per line, and exit")
 
     demo = commands.add_parser("demo", help="the live demo: sessions under faults (no API key, no network)")
     demo.add_argument("--sessions", type=int, metavar="N", help="how many sessions at once")
@@ -159,13 +166,30 @@ def _dispatch(options: argparse.Namespace) -> int:
 
 
 def _fake_provider(options: argparse.Namespace) -> int:
+    if options.list:
+        width = max(len(name) for name in SCENARIOS)
+        for name, scenario in SCENARIOS.items():
+            print(f"{name:<{width}}  {scenario.description}")
+        return EXIT_OK
+    provider = None
+    playing = ""
+    if options.scenario is not None:
+        scenario = _fake.scenario_named(options.scenario)
+        provider = scenario.provider(profile=options.faults, seed=options.seed, port=options.port)
+        playing = f"scenario {scenario.name}, "
+
     def ready(provider: FakeProvider) -> None:
         print(provider.base_url, flush=True)
-        sys.stderr.write(f"[faults: {options.faults}, seed {options.seed}; Ctrl-C to stop]\n")
+        sys.stderr.write(f"[{playing}faults: {options.faults}, seed {options.seed}; Ctrl-C to stop]\n")
+        if options.scenario is not None:
+            needs = _fake.scenario_named(options.scenario).needs.describe(provider.token_url)
+            sys.stderr.write(f"[a host playing it needs: {needs}]\n")
 
     try:
         with _stopped_by_signals():
-            stats = serve_forever(options.port, options.faults, options.seed, on_ready=ready)
+            stats = serve_forever(
+                options.port, options.faults, options.seed, on_ready=ready, provider=provider
+            )
     except OSError as error:
         return _fail(EXIT_FAILED, f"cannot serve on port {options.port}: {error.strerror or error}")
     sys.stderr.write(f"[served {stats.requests} requests, {stats.total_faults} with a fault]\n")

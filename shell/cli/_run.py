@@ -15,7 +15,6 @@ from ..facade import Host
 from ._exit_codes import EXIT_CANCELLED
 from ._settings import CliUsageError, open_host, open_session, settings_from
 from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
-from ._usage import turn_line
 
 __all__ = ["add_arguments", "add_mcp_option", "run", "with_mcp_options"]
 
@@ -81,7 +80,6 @@ def run(options: argparse.Namespace) -> int:
                 return EXIT_CANCELLED
             terminal = drive_turn(session, options.prompt, view, interrupts)
             if terminal is not None and not options.json:
-                sys.stderr.write(f"[usage: {turn_line(terminal.usage)}]\n")
                 sys.stderr.write(f"[session {session.id}]\n")
             ended_by = interrupts.count
         finally:

@@ -19,6 +19,7 @@ from tool_bridge import DEFAULT_RULES, PermissionPolicy, PermissionRule
 from tool_bridge.permissions import Action, Decision
 
 from ..config import ConfigError, Settings, environ_below_file, load_settings
+from ..credentials import CredentialProvider
 from ..facade import Host, Session
 from ..host import HostError
 from ..store import StoreError
@@ -124,29 +125,38 @@ def policy_factory(
     return lambda: policy(rules, default=fallback, use_default_rules=False)
 
 
-def open_host(settings: Settings, options: argparse.Namespace, *, interactive: bool) -> Host:
-    """A host with the settings and the permissions the options give. Raises :class:`CliUsageError`
-    when the store cannot be used."""
+def open_host(
+    settings: Settings,
+    options: argparse.Namespace,
+    *,
+    interactive: bool,
+    allow: tuple[str, ...] = (),
+    credentials: CredentialProvider | None = None,
+) -> Host:
+    """A host with the settings and the permissions the options give, ``allow`` tools also run without
+    asking, and ``credentials`` (when given) instead of those the settings describe. Raises
+    :class:`CliUsageError` when the store cannot be used."""
     permissions = policy_factory(
-        settings, allow=tuple(options.allow), allow_all=options.allow_all, interactive=interactive
+        settings, allow=(*options.allow, *allow), allow_all=options.allow_all, interactive=interactive
     )
+    extra: dict[str, Any] = {} if credentials is None else {"credentials": credentials}
     try:
-        return Host(settings, permissions=permissions)
+        return Host(settings, permissions=permissions, **extra)
     except StoreError as error:
         raise CliUsageError(f"cannot use the session store {settings.store.path}: {error}") from None
 
 
-def open_session(host: Host, options: argparse.Namespace) -> Session:
-    """The stored session ``--session`` names, or a new one in ``--workspace`` (default: the current
-    directory). Raises :class:`CliUsageError` for an unknown or closed session or a workspace that is
-    not a directory."""
+def open_session(host: Host, options: argparse.Namespace, *, workspace: Path | None = None) -> Session:
+    """The stored session ``--session`` names, or a new one in ``--workspace`` (default: ``workspace``,
+    else the current directory). Raises :class:`CliUsageError` for an unknown or closed session or a
+    workspace that is not a directory."""
     if options.session:
         # The host refuses a session the store does not have, or one that was closed.
         try:
             return host.resume(options.session)
         except HostError as error:
             raise CliUsageError(str(error)) from None
-    workspace = Path(options.workspace or ".")
+    workspace = Path(options.workspace) if options.workspace else workspace or Path(".")
     if workspace.exists() and not workspace.is_dir():
         raise CliUsageError(f"the workspace {workspace} is not a directory")
     return host.open(workspace)

@@ -17,7 +17,9 @@ from tool_bridge import PermissionDecision, PermissionRequested, ToolAbandoned
 
 from .. import events as ev
 from ..facade import Session
+from ..usage import TurnUsage
 from ._exit_codes import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from ._usage import turn_line
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -31,11 +33,13 @@ __all__ = [
     "deny",
     "drive_turn",
     "exit_code",
+    "fold",
 ]
 
 _SESSION_EVENTS: tuple[type, ...] = get_args(ev.SessionEvent)
 _POLL = 0.1
 _CLIP = 100
+_FOLD_LINES = 2
 
 
 class Interrupts:
@@ -101,7 +105,11 @@ class JsonView:
 
 
 class TextView:
-    """The answer streamed on ``out``; retries, tools, compaction and the outcome in brief on ``err``."""
+    """The answer streamed on ``out``; on ``err``, as they happen, one bracketed line per retry (its kind
+    and wait), wait at the provider gate, credential refresh, compaction and tool call (its arguments on
+    one line, then its outcome and the first lines of its result, folded), and at the turn's end how it
+    ended and its usage (tokens in and out, cost when the model is priced). ``run`` and ``chat`` share it.
+    """
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self._out = out or sys.stdout
@@ -121,12 +129,17 @@ class TextView:
             if not self._streamed and event.text:
                 self._write(event.text)
             self.end_line()
+            steps = "1 step" if event.steps == 1 else f"{event.steps} steps"
+            self._end(f"turn {event.turn} completed in {steps}", event.usage)
         elif isinstance(event, ev.TurnFailed):
             self.end_line()
-            self.notice(f"the turn failed ({event.kind}): {event.message}")
+            self._end(f"the turn failed ({event.kind}): {event.message}", event.usage)
         elif isinstance(event, ev.TurnCancelled):
             self.end_line()
-            self.notice(f"the turn was cancelled ({event.reason})")
+            self._end(f"the turn was cancelled ({event.reason})", event.usage)
+        elif isinstance(event, ev.ToolCallFinished):
+            self.notice(_describe(event, streamed=self._streamed) or "")
+            self._fold(event)
         else:
             line = _describe(event, streamed=self._streamed)
             if line is not None:
@@ -137,6 +150,17 @@ class TextView:
         if self._shared_screen:
             self.end_line()
         self._err.write(f"[{text}]\n")
+        self._err.flush()
+
+    def _end(self, outcome: str, usage: TurnUsage) -> None:
+        self.notice(outcome)
+        self.notice(f"usage: {turn_line(usage)}")
+
+    def _fold(self, event: ev.ToolCallFinished) -> None:
+        """The first lines of a successful call's result, indented, under its notice."""
+        if event.is_error or not event.preview.strip():
+            return
+        self._err.write("".join(f"  {line}\n" for line in fold(event.preview)))
         self._err.flush()
 
     def _write(self, text: str) -> None:
@@ -189,6 +213,17 @@ def _describe(event: Any, *, streamed: bool) -> str | None:
     if isinstance(event, ToolAbandoned):
         return f"tool {event.tool} left to finish in the background: {event.reason}"
     return None
+
+
+def fold(text: str, *, lines: int = _FOLD_LINES, width: int = _CLIP) -> list[str]:
+    """The first ``lines`` non-blank lines of ``text``, each clipped to ``width`` characters, then
+    ``(N more lines)`` when more follow; a text cut off mid-line ends its last line with ``...``."""
+    rows = [row.rstrip() for row in text.strip("\n").splitlines()]
+    shown = [row if len(row) <= width else row[: width - 3] + "..." for row in rows[:lines]]
+    hidden = len(rows) - len(shown)
+    if hidden:
+        shown.append(f"({hidden} more line{'s' if hidden != 1 else ''})")
+    return shown
 
 
 def deny(request: PermissionRequested) -> PermissionDecision:

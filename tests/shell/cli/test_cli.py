@@ -418,7 +418,7 @@ def test_chat_cancels_a_turn_on_ctrl_c_and_goes_on_in_the_same_session(options) 
     assert process.returncode == 0
 
 
-def test_chat_leaves_on_ctrl_c_at_the_prompt(options) -> None:
+def test_chat_leaves_on_ctrl_c_at_the_prompt_with_exit_130(options) -> None:
     with serving() as provider:
         process = start("chat", *options(provider))
         try:
@@ -432,7 +432,7 @@ def test_chat_leaves_on_ctrl_c_at_the_prompt(options) -> None:
                     break
         finally:
             process.kill()
-    assert process.returncode == 0
+    assert process.returncode == 130
     assert process.stderr is not None and "Traceback" not in process.stderr.read()
 
 
