@@ -3,6 +3,7 @@
 Each scenario answers any prompt, so a newcomer can type anything and watch one behaviour of the runtime:
 
 - ``coding``: a coding task through the file tools and ``shell`` (list, write, run, read), then an answer;
+  one of its model calls meets a 429 and is retried;
 - ``flaky``: a 429 with ``Retry-After``, a 500 and a connection reset mid-stream in every turn, all retried;
 - ``expiring``: access tokens that wear out every two requests, refreshed at the OAuth-style endpoint;
 - ``compacting``: long answers in a small context window, so the second or third prompt compacts;
@@ -119,6 +120,8 @@ _CODING_STEPS = (
     ),
 )
 _CODING_TOOLS = ("list_dir", "write_file", "read_file", "shell")
+_CODING_ROUND: tuple[Fault | None, ...] = (None, Fault.rate_limit(retry_after=1), None, None, None, None)
+"""One turn of `coding`: its second model call meets a 429 with Retry-After and is sent again."""
 
 _FLAKY_ROUND: tuple[Fault | None, ...] = (
     Fault.rate_limit(retry_after=1),
@@ -145,9 +148,11 @@ SCENARIOS: Mapping[str, Scenario] = {
     for s in (
         Scenario(
             "coding",
-            "a coding task: lists the workspace, writes a file, runs a command, reads it back, answers",
+            "a coding task: lists the workspace, writes a file, runs a command, reads it back, answers; "
+            "one model call meets a 429 and is retried",
             Script.task(_CODING_STEPS),
             HostNeeds(allow_tools=_CODING_TOOLS),
+            faults=_CODING_ROUND * 100,
         ),
         Scenario(
             "flaky",

@@ -48,6 +48,7 @@ def test_coding_completes_after_listing_writing_running_and_reading(tmp_path: Pa
     assert [call.tool for call in finished] == ["list_dir", "write_file", "shell", "read_file"]
     assert not any(call.is_error for call in finished), [call.preview for call in finished]
     assert "7 notes.md" in finished[2].preview
+    assert [retry.status for retry in of(ev.Retrying, events)] == [429]
 
 
 def test_flaky_completes_after_a_429_a_500_and_a_reset(tmp_path: Path) -> None:

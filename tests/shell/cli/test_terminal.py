@@ -110,6 +110,7 @@ def test_chat_fake_coding_shows_tool_calls_folded_results_and_the_usage_live(cha
     assert '[tool shell {"command":"wc -l notes.md && cat notes.md"}]' in screen
     assert "[tool shell ok]\n  7 notes.md\n  # Notes\n  (6 more lines)\n" in screen
     assert '[tool write_file {"path":"notes.md","content":"# Notes\\n\\n- list the workspace' in screen
+    assert "[retrying after rate_limit (HTTP 429): attempt 2 of 10 in 1.0 s]" in screen
     assert "[turn 1 completed in 5 steps]" in screen
     assert "The workspace now holds notes.md." in screen
     terminal.wait_for(lambda text: text.rstrip().endswith(">"), "prompt after the turn")
