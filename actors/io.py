@@ -116,17 +116,23 @@ class Job:
 
     async def _run(self) -> None:
         try:
-            with trio.CancelScope() as scope:
-                self._scope = scope
-                if self._cancel_requested:
-                    scope.cancel()
-                self.state = JobState.RUNNING
-                try:
-                    self._result = await self._fn(*self._args)
-                except Exception as exc:
-                    self._fail(exc)
-                    return
-                self.state = JobState.DONE
+            try:
+                with trio.CancelScope() as scope:
+                    self._scope = scope
+                    if self._cancel_requested:
+                        scope.cancel()
+                    self.state = JobState.RUNNING
+                    try:
+                        self._result = await self._fn(*self._args)
+                    except Exception as exc:
+                        self._fail(exc)
+                        return
+                    self.state = JobState.DONE
+            except Exception as exc:
+                # Raised beside the job's own cancellation (a group of Cancelled and an error, of which the
+                # scope keeps the error): the job failed, and the loop that runs every job goes on.
+                self._fail(exc)
+                return
             if scope.cancelled_caught:
                 self.state = JobState.CANCELLED
         except trio.Cancelled:

@@ -41,6 +41,37 @@ def test_cancelling_a_job_cancels_its_scope(loop: IoLoop) -> None:
     assert job.state is JobState.CANCELLED
 
 
+def test_a_job_that_fails_while_it_is_cancelled_fails_and_the_loop_runs_on(loop: IoLoop) -> None:
+    """An error raised beside the cancellation (a group of Cancelled and the error, as a library's nursery
+    raises when a connection fails while it is torn down) fails the job; it never ends the shared loop."""
+    started = threading.Event()
+
+    async def fails_when_cancelled() -> None:
+        async def cleanup_that_fails() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                raise ConnectionError("the server went away during the teardown")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cleanup_that_fails)
+            started.set()
+            await trio.sleep_forever()
+
+    job = loop.submit(fails_when_cancelled)
+    assert started.wait(5)
+    job.cancel()
+    with pytest.raises(ExceptionGroup) as failed:
+        job.wait(5)
+    assert failed.group_contains(ConnectionError)
+    assert job.state is JobState.FAILED
+
+    async def still_there() -> str:
+        return "running"
+
+    assert loop.run(still_there, timeout=5) == "running"
+
+
 def test_a_job_failure_is_told_to_its_owner(system: ActorSystem) -> None:
     received: list[JobFailed] = []
     got = threading.Event()
