@@ -26,7 +26,9 @@ class ChaosPolicy:
     only for message types in ``crash_on`` when given), drop the message (``drop_probability``; the drop is
     recorded as a dead letter and an asker gets :class:`~actors.MessageDropped`), or delay handling by up
     to ``delay`` seconds (``delay_probability``). Decisions come from a generator seeded by ``seed``, the
-    actor's address and its incarnation number, so a run with the same message order replays exactly.
+    actor's address and its incarnation number, so a run with the same message order replays exactly; a
+    fault whose probability is 0 draws nothing, so the decisions of the others depend only on the messages
+    they apply to.
     """
 
     seed: int = 0
@@ -63,9 +65,11 @@ class _ChaosDice:
         delay = 0.0
         if policy.delay > 0 and rng.random() < policy.delay_probability:
             delay = rng.uniform(0.0, policy.delay)
-        if _matches(policy.drop_on, message) and rng.random() < policy.drop_probability:
+        # A fault that cannot happen draws nothing: the draws of one that can depend only on its messages.
+        drop, crash = policy.drop_probability, policy.crash_probability
+        if drop and _matches(policy.drop_on, message) and rng.random() < drop:
             return ChaosVerdict.DROP, delay
-        if _matches(policy.crash_on, message) and rng.random() < policy.crash_probability:
+        if crash and _matches(policy.crash_on, message) and rng.random() < crash:
             return ChaosVerdict.CRASH, delay
         return ChaosVerdict.HANDLE, delay
 

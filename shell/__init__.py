@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         TurnCancelled,
         TurnCompleted,
         TurnFailed,
+        TurnResumed,
         TurnStarted,
         event_to_json_dict,
     )
@@ -95,6 +96,7 @@ __all__ = [
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
+    "TurnResumed",
     "TurnStarted",
     "TurnUsage",
     "Unsubscribe",
@@ -148,6 +150,7 @@ _HOMES: dict[str, str] = {
     "TurnCancelled": ".events",
     "TurnCompleted": ".events",
     "TurnFailed": ".events",
+    "TurnResumed": ".events",
     "TurnStarted": ".events",
     "TurnUsage": ".usage",
     "Unsubscribe": ".messages",

@@ -121,6 +121,12 @@ class GetHistory(msgspec.Struct, frozen=True, tag=True):
     include_replaced: bool = False
 
 
+class GetTurnJournal(msgspec.Struct, frozen=True, tag=True):
+    """Ask for what the store holds of turn ``turn`` (a :class:`~shell.turn.TurnJournal`)."""
+
+    turn: int
+
+
 class GetStatus(msgspec.Struct, frozen=True, tag=True):
     """Ask for the session's stored record (turn counter, interrupted turn)."""
 

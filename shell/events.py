@@ -31,6 +31,7 @@ __all__ = [
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
+    "TurnResumed",
     "TurnStarted",
     "event_to_json_dict",
 ]
@@ -45,6 +46,23 @@ class TurnStarted(msgspec.Struct, frozen=True, tag=True, omit_defaults=True):
     traceparent: str | None = None
     """The W3C trace context of the turn's span when telemetry traced it (else None, and left out of the
     JSON): stored with the turn, so a host that finds the turn interrupted continues its trace."""
+
+
+class TurnResumed(msgspec.Struct, frozen=True, tag=True):
+    """A host took over a turn that the process running it did not live to end, and goes on with it.
+
+    ``steps_done`` model steps were stored before the process ended and are not requested again; the
+    next step is ``steps_done + 1`` unless the last one's tool calls are finished first. ``attempt``
+    counts the resumes of this turn (1 for the first). ``rerun`` are the calls without a stored result
+    that run again (their tools are read-only or idempotent); ``interrupted`` are those that do not (they
+    may have had side effects) and get an error result saying so. The turn still ends exactly once."""
+
+    session: str
+    turn: int
+    steps_done: int
+    attempt: int
+    rerun: tuple[str, ...] = ()
+    interrupted: tuple[str, ...] = ()
 
 
 class TextDelta(msgspec.Struct, frozen=True, tag=True):
@@ -197,7 +215,8 @@ class TurnFailed(msgspec.Struct, frozen=True, tag=True):
 
 class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
     """The turn was cancelled: ``user_cancelled``, ``aborted`` (by the program) or ``interrupted`` (the
-    process ended while it ran)."""
+    process ended while it ran, and the turn was not resumed: resuming is off, or it was resumed
+    ``host.max_resumes_per_turn`` times already)."""
 
     session: str
     turn: int
@@ -207,6 +226,7 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
 
 SessionEvent: TypeAlias = (
     TurnStarted
+    | TurnResumed
     | TextDelta
     | McpServerStatus
     | Queued

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,17 +185,29 @@ class AgentHost:
         return self._activate(session_id, path, priority)
 
     def resume(
-        self, session_id: str, *, priority: Priority = "interactive", archived: bool = False
+        self,
+        session_id: str,
+        *,
+        priority: Priority = "interactive",
+        archived: bool = False,
+        subscribers: Iterable[Any] = (),
     ) -> Address:
         """The address of a stored session, started from the store if it is not running. Raises
         :class:`HostError` for a session the store does not have, one that was closed, and one that is
         archived (a rewind replaced it) unless ``archived`` is true: then it is taken out of the archive
-        first and takes prompts again."""
+        first and takes prompts again.
+
+        A turn its process did not live to end goes on from its stored steps (``TurnResumed``), or ends
+        ``interrupted`` when it may not be resumed (``host.resume_interrupted_turns``,
+        ``host.max_resumes_per_turn``). ``subscribers`` are subscribed before the session starts, so they
+        hear that too (for a session already running they are subscribed as by :meth:`subscribe`)."""
         self._check_open()
         self._path(session_id)
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None:
+            for subscriber in subscribers:
+                self.subscribe(session_id, subscriber)
             return self._address(session_id)
         try:
             record = self.store.get_session(session_id)
@@ -211,12 +223,21 @@ class AgentHost:
                 )
             record = self.store.unarchive_session(session_id)
         address = self._activate(session_id, Path(record.workspace), priority)
+        with self._lock:
+            session = self._sessions[session_id]
+        if subscribers:
+            with session.lock:
+                if session.active:  # started meanwhile by a message: it takes subscribers by mail
+                    started = True
+                else:
+                    started = False
+                    session.runtime.subscribers.extend(subscribers)
+            if started:
+                for subscriber in subscribers:
+                    self.subscribe(session_id, subscriber)
         if record.status == "in_turn":
-            # Its process ended mid-turn: started now, the session ends that turn as interrupted.
-            if self.telemetry is not None:
-                self.telemetry.resumed(self.store, session_id, record.current_turn)
-            with self._lock:
-                session = self._sessions[session_id]
+            # Its process ended mid-turn: started now, the session goes on with that turn (or ends it
+            # as interrupted, when it may not be resumed).
             self._start_subtree(session)
         return address
 
@@ -520,8 +541,10 @@ class AgentHost:
         for handle in servers:
             handle.on_status_changed(lambda before, state: self._announce(before, state, session_id))
         if self.telemetry is not None:
-            runtime.observer = self.telemetry.observe
-            runtime.traceparent = self.telemetry.traceparent
+            telemetry, store = self.telemetry, self.store
+            runtime.observer = telemetry.observe
+            runtime.traceparent = telemetry.traceparent
+            runtime.interrupted = lambda session, number: telemetry.interrupted(store, session, number)
         return Built(runtime, parts, servers)
 
     def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:

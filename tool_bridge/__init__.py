@@ -55,6 +55,7 @@ from .messages import (
     RunTools,
     ToolAbandoned,
     ToolCallBegan,
+    ToolCallEnded,
     ToolInvocation,
     ToolsFinished,
 )
@@ -151,6 +152,7 @@ __all__ = [
     "ToolBridgeSettings",
     "ToolBridgeSettingsError",
     "ToolCallBegan",
+    "ToolCallEnded",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",

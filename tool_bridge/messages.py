@@ -1,9 +1,10 @@
 """The messages of the tool bridge.
 
 A session tells `RunTools` and `AbortTools` to its ToolSupervisor and hears back `ToolCallBegan`,
-`PermissionRequested` (from `tool_bridge.permissions`), `ToolAbandoned` and exactly one `ToolsFinished`
-per batch; it answers permission requests with a `PermissionDecision` told to the ToolSupervisor. What the
-ToolSupervisor and its ToolActors say to each other is private (`tool_bridge._protocol`).
+`ToolCallEnded`, `PermissionRequested` (from `tool_bridge.permissions`), `ToolAbandoned` and exactly one
+`ToolsFinished` per batch; it answers permission requests with a `PermissionDecision` told to the
+ToolSupervisor. What the ToolSupervisor and its ToolActors say to each other is private
+(`tool_bridge._protocol`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = [
     "RunTools",
     "ToolAbandoned",
     "ToolCallBegan",
+    "ToolCallEnded",
     "ToolInvocation",
     "ToolsFinished",
 ]
@@ -49,6 +51,16 @@ class ToolCallBegan(msgspec.Struct, frozen=True, tag=True):
     batch_id: str
     call_id: str
     tool: str
+
+
+class ToolCallEnded(msgspec.Struct, frozen=True, tag=True):
+    """A call of a batch has its outcome, told as soon as it has one (before the batch's `ToolsFinished`,
+    which repeats it), so that the session can store each result as it comes. At most one per call; a
+    call may have none (its outcome was decided as the batch ended), and `ToolsFinished` stays the whole
+    answer."""
+
+    batch_id: str
+    outcome: ToolOutcome
 
 
 class ToolsFinished(msgspec.Struct, frozen=True, tag=True):

@@ -44,6 +44,7 @@ from tool_bridge.messages import (
     RunTools,
     ToolAbandoned,
     ToolCallBegan,
+    ToolCallEnded,
     ToolsFinished,
 )
 from tool_bridge.permissions import (
@@ -91,7 +92,8 @@ class ToolSupervisor(Supervisor):
       this supervisor, at most ``settings.permission_timeout`` seconds (then denied); ``allow_always`` is
       remembered by the policy;
     * consecutive parallel-safe calls run together; every other call runs alone, after the calls before it
-      have ended; `ToolCallBegan` is told when a call's tool starts;
+      have ended; `ToolCallBegan` is told when a call's tool starts and `ToolCallEnded` as soon as a call
+      has its outcome, while the batch is not yet reported;
     * a ToolActor that crashes (or cannot start) gives a ``crashed`` outcome and the batch goes on;
     * `AbortTools`: calls not started are ``aborted`` at once, running calls are asked to stop and keep the
       outcome they report within ``settings.abort_grace``; `ToolsFinished` is told then (or as soon as
@@ -406,6 +408,9 @@ class ToolSupervisor(Supervisor):
         call.outcome = outcome
         if call.actor is None:
             call.state = CallState.DONE
+        batch = call.batch
+        if not batch.reported:
+            batch.reply_to.tell(ToolCallEnded(batch.batch_id, outcome))
 
     def _report_all(self, status: ToolStatus, content: str) -> None:
         """Give every unfinished call of every batch an outcome and tell each batch's `ToolsFinished`."""

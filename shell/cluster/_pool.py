@@ -132,9 +132,10 @@ class HostPool:
     A new session goes to the replica with the fewest sessions (ties broken by the session id). Its
     mailbox messages go to that replica and its events come back to the subscribers here, in order. A
     replica whose process dies is restarted by Ray; its sessions are resumed from the store, on it or on
-    another replica: a turn that was running ends ``TurnCancelled(reason="interrupted")`` (or with its
-    stored end, if it ended before the replica died), prompts that were waiting behind it run, and each
-    acknowledged turn reports exactly one end. Every call waits at most ``cluster.call_timeout`` seconds
+    another replica: a turn that was running goes on from its stored steps there (or ends
+    ``TurnCancelled(reason="interrupted")`` when it may not be resumed, or with its stored end if it ended
+    before the replica died), prompts that were waiting behind it run, and each acknowledged turn reports
+    exactly one end. Every call waits at most ``cluster.call_timeout`` seconds
     (:class:`ReplicaUnavailable` after that); a replica silent for longer than ``cluster.restart_wait`` is
     restarted and its sessions move to the others.
 
@@ -565,8 +566,9 @@ class HostPool:
                 self._lock.notify_all()
 
     def _settle(self, placed: _Placed, slot: _Slot, deadline: float) -> None:
-        """After a move: report the stored end of each acknowledged turn; send again the prompts that
-        were waiting (they never began, so they take the same numbers); end the rest as interrupted."""
+        """After a move: report the stored end of each acknowledged turn; leave the turn that was resumed
+        to report its own end; send again the prompts that were waiting (they never began, so they take
+        the same numbers); end the rest as interrupted."""
         with self._lock:
             turns = tuple(sorted(placed.pending))
         raw = self._request(slot, wire.Settle(placed.id, turns), max(deadline - time.monotonic(), 0.1))
@@ -575,9 +577,11 @@ class HostPool:
             self._deliver(placed, outcome)
         with self._lock:
             waiting = sorted(placed.pending.items())
+        if settled.running:
+            waiting = [(number, prompt) for number, prompt in waiting if number != settled.current_turn]
         first = settled.current_turn + 1
         if [number for number, _ in waiting] != list(range(first, first + len(waiting))):
-            self._end_pending(placed, "interrupted")
+            self._end_pending(placed, "interrupted", keep=settled.current_turn if settled.running else None)
             return
         for number, prompt in waiting:
             request = wire.Deliver(placed.id, prompt)
@@ -590,9 +594,10 @@ class HostPool:
                 )
                 self._deliver(placed, ev.TurnCancelled(placed.id, number, "interrupted"))
 
-    def _end_pending(self, placed: _Placed, reason: str) -> None:
+    def _end_pending(self, placed: _Placed, reason: str, *, keep: int | None = None) -> None:
+        """End every acknowledged turn without an end (but ``keep``, which ends on its own) ``reason``."""
         with self._lock:
-            numbers = sorted(placed.pending)
+            numbers = sorted(number for number in placed.pending if number != keep)
         for number in numbers:
             self._deliver(placed, ev.TurnCancelled(placed.id, number, reason))
 

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -78,10 +79,11 @@ class ReplicaCore:
             case wire.Deliver(session_id, message):
                 return self._address(session_id).ask(message)
             case wire.OpenSession(session_id, workspace):
-                self._attach(session_id, self._host.open(workspace, session_id=session_id))
+                address = self._host.open(workspace, session_id=session_id)
+                self._attach(session_id, lambda forward: self._subscribed(session_id, address, forward))
                 return self.incarnation
             case wire.ResumeSession(session_id):
-                self._attach(session_id, self._host.resume(session_id))
+                self._attach(session_id, lambda forward: self._resumed(session_id, forward))
                 return self.incarnation
             case wire.History(session_id, include_replaced):
                 self._address(session_id)
@@ -112,15 +114,31 @@ class ReplicaCore:
             raise NotHere(f"session {session_id!r} does not run on this replica")
         return address
 
-    def _attach(self, session_id: str, address: Address) -> None:
-        """Send the session's events to the outbox (once, however often it is opened or resumed)."""
+    def _attach(self, session_id: str, start: Callable[[Any], Address]) -> None:
+        """Start the session with ``start``, given the forwarder that sends its events to the outbox to
+        subscribe (once, however often it is opened or resumed: later, ``start`` is given None)."""
         with self._lock:
-            if session_id in self._forwarders:
-                return
-            forwarder = self._forwarder(session_id)
-            self._forwarders[session_id] = forwarder
+            forwarder = None if session_id in self._forwarders else self._forwarder(session_id)
+            if forwarder is not None:
+                self._forwarders[session_id] = forwarder
+        try:
+            address = start(forwarder)
+        except BaseException:
+            if forwarder is not None:
+                with self._lock:
+                    self._forwarders.pop(session_id, None)
+            raise
+        with self._lock:
             self._addresses[session_id] = address
-        self._host.subscribe(session_id, forwarder)
+
+    def _resumed(self, session_id: str, forward: Any) -> Address:
+        # Subscribed before it starts: a turn it resumes (or ends interrupted) is heard from its start.
+        return self._host.resume(session_id, subscribers=[] if forward is None else [forward])
+
+    def _subscribed(self, session_id: str, address: Address, forward: Any) -> Address:
+        if forward is not None:
+            self._host.subscribe(session_id, forward)
+        return address
 
     def _forwarder(self, session_id: str) -> Any:
         outbox = self._outbox
@@ -134,12 +152,15 @@ class ReplicaCore:
 
     def _settle(self, session_id: str, turns: set[int]) -> wire.Settled:
         store = self._host.store
+        # The record first: a turn it shows running that ends meanwhile has its end among the events.
+        record = store.get_session(session_id)
         outcomes: dict[int, ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled] = {}
         for stored in store.load_events(session_id):
             if stored.turn in turns and stored.type in _TERMINAL_TAGS:
                 outcomes[stored.turn] = _terminal_decoder.decode(stored.body)
-        current = store.get_session(session_id).current_turn
-        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current)
+        current = record.current_turn
+        running = record.status == "in_turn" and current not in outcomes
+        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current, running)
 
 
 def _start_host(settings: Settings) -> AgentHost:

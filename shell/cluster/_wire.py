@@ -180,6 +180,9 @@ class Settled(msgspec.Struct, frozen=True):
 
     outcomes: list[ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled]
     current_turn: int
+    running: bool = False
+    """Whether ``current_turn`` runs (resumed from its stored steps) and has no stored end yet: its end
+    comes with the session's events."""
 
 
 _encoder = msgspec.msgpack.Encoder()

@@ -305,11 +305,17 @@ class HostSettings(_Section, frozen=True):
     """Seconds idle after which a session's actors are stopped (its store stays)."""
     max_concurrent_turns: int = 16
     sessions_default: int = 8
+    resume_interrupted_turns: bool = True
+    """Whether a turn that a host did not live to end (killed, powered off) goes on from its stored steps
+    when its session is taken up again; false: it ends ``interrupted``."""
+    max_resumes_per_turn: int = 2
+    """Times one turn may be resumed before it ends ``interrupted`` (0: never resumed)."""
 
     def __post_init__(self) -> None:
         self._number("passivate_after", 0, inclusive=False)
         self._int("max_concurrent_turns", 1)
         self._int("sessions_default", 1)
+        self._int("max_resumes_per_turn", 0)
 
 
 class ServeSettings(_Section, frozen=True):

@@ -16,7 +16,16 @@ from tool_bridge.permissions import PermissionDecision, PermissionRequested
 
 from .. import events as ev
 from .. import turn as tm
-from .._protocol import Append, Calibrate, EndTurn, GetStatus, LogEvent, Passivate, ToolServerChanged
+from .._protocol import (
+    Append,
+    Calibrate,
+    EndTurn,
+    GetStatus,
+    GetTurnJournal,
+    LogEvent,
+    Passivate,
+    ToolServerChanged,
+)
 from ..credentials import refresh_failure
 from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
 from ._history import History, HistoryError
@@ -105,7 +114,7 @@ class SessionActor(Actor):
             self._feed(tm.Shutdown(_STOPPED))  # the whole subtree was restarted: its work is gone
         elif rt.turn is not None:
             self._feed(tm.Restarted())
-        elif rt.prompts:
+        elif rt.prompts or rt.resuming is not None:
             self._start_next()
 
     def _init_again(self) -> None:
@@ -114,18 +123,45 @@ class SessionActor(Actor):
         self.io.call_later(_START_RETRY_AFTER, lambda: address.tell(_Init()), name="session-init")
 
     def _init(self) -> None:
-        """Record what an earlier incarnation could not, and learn the next turn's number."""
+        """Record what an earlier incarnation could not, learn the next turn's number, and decide what
+        becomes of a turn the process ended in the middle of."""
         rt = self._rt
         self._history.flush()
-        if rt.next_turn is None:
-            record = self._history.ask(GetStatus())
-            rt.next_turn = record.current_turn + 1
-            if record.status == "in_turn":  # the process ended mid-turn
-                interrupted = tm.CancelReason.INTERRUPTED
-                event = ev.TurnCancelled(self._opts.session_id, record.current_turn, interrupted)
-                self._history.kept += [LogEvent(record.current_turn, event), EndTurn()]
-                self._publish(event)
-                self._history.flush()
+        if rt.next_turn is not None:
+            return
+        record = self._history.ask(GetStatus())
+        if record.status == "in_turn":  # the process ended mid-turn
+            number = record.current_turn
+            journal = self._history.ask(GetTurnJournal(number))
+            decision = tm.plan_resume(
+                journal,
+                enabled=self._opts.resume_interrupted_turns,
+                max_resumes=self._opts.max_resumes_per_turn,
+                idempotency_of=rt.idempotency_of,
+            )
+            if isinstance(decision, tm.ResumePlan):
+                logger.info(
+                    "session %s: turn %d is resumed after step %d",
+                    rt.options.session_id,
+                    number,
+                    decision.steps_done,
+                )
+                rt.resuming = (number, decision)
+            else:
+                logger.info(
+                    "session %s: turn %d ends interrupted: %s", rt.options.session_id, number, decision.why
+                )
+                self._end_interrupted(number)
+        rt.next_turn = record.current_turn + 1
+
+    def _end_interrupted(self, number: int) -> None:
+        """Record turn ``number``, which the process ended in the middle of, as cancelled ``interrupted``."""
+        event = ev.TurnCancelled(self._opts.session_id, number, tm.CancelReason.INTERRUPTED)
+        self._history.kept += [LogEvent(number, event), EndTurn()]
+        self._publish(event)
+        if self._rt.interrupted is not None:
+            self._rt.interrupted(self._opts.session_id, number)
+        self._history.flush()
 
     def on_stop(self) -> None:
         for sibling in ("sampler", "tools"):
@@ -173,13 +209,21 @@ class SessionActor(Actor):
             self._start_next(gate_held=True)
 
     def _start_next(self, *, gate_held: bool = False) -> None:
-        """Start the oldest waiting prompt, once the host's turn limit lets this session run one."""
+        """Go on with the turn found interrupted, else start the oldest waiting prompt, once the host's
+        turn limit lets this session run one."""
         rt = self._rt
-        if not rt.prompts or rt.turn is not None or rt.next_turn is None:
+        if (not rt.prompts and rt.resuming is None) or rt.turn is not None or rt.next_turn is None:
             if gate_held and rt.gate is not None:
                 rt.gate.leave(self.address)
             return
         if rt.gate is not None and not gate_held and not rt.gate.enter(self.address):
+            return
+        if rt.resuming is not None:
+            number, plan = rt.resuming
+            rt.resuming = None
+            rt.turn_generation = rt.generation
+            rt.turn = self._machine(number)
+            self._feed(tm.Resume(plan))
             return
         if not self._record_start(rt.next_turn, rt.prompts[0]):
             if rt.gate is not None:
@@ -187,15 +231,14 @@ class SessionActor(Actor):
             return
         prompt = rt.prompts.popleft()
         rt.turn_generation = rt.generation
-        rt.turn = tm.TurnMachine(
-            rt.next_turn,
-            self._opts.turn_settings(),
-            bridge=rt.bridge,
-            doom_loop=rt.doom_loop,
-            ids=rt.ids.__next__,
-        )
+        rt.turn = self._machine(rt.next_turn)
         rt.next_turn += 1
         self._feed(tm.Begin(prompt))
+
+    def _machine(self, number: int) -> tm.TurnMachine:
+        rt = self._rt
+        settings = self._opts.turn_settings()
+        return tm.TurnMachine(number, settings, bridge=rt.bridge, doom_loop=rt.doom_loop, ids=rt.ids.__next__)
 
     def _record_start(self, number: int, prompt: UserPrompt) -> bool:
         """Store the turn as started with its prompt; False when it must wait (the prompt stays first in

@@ -11,6 +11,7 @@ from actors import Actor, Refuse, handles
 from sampler import Message, ModelRequest, SystemMessage, ToolSpec
 
 from .. import events as ev
+from .. import turn as tm
 from .._protocol import (
     Append,
     ApplyCompaction,
@@ -23,6 +24,7 @@ from .._protocol import (
     FinishTurn,
     GetHistory,
     GetStatus,
+    GetTurnJournal,
     LearnWindow,
     LogEvent,
     PlanCompaction,
@@ -37,6 +39,7 @@ from ..compaction import (
     summary_message,
 )
 from ..store import SessionRecord, SessionStore, StoreError
+from ._journal import turn_journal
 from ._repair import plan_repair
 from ._tokens import TokenEstimator, effective_window
 
@@ -147,6 +150,11 @@ class ChatStateActor(Actor):
     @handles(GetStatus)
     def _status(self, _: GetStatus) -> SessionRecord:
         return self._write(lambda: self._store.get_session(self._options.session_id))
+
+    @handles(GetTurnJournal)
+    def _journal(self, message: GetTurnJournal) -> tm.TurnJournal:
+        events = self._write(lambda: self._store.load_turn_events(self._options.session_id, message.turn))
+        return turn_journal(message.turn, (m for _, t, m in self._entries if t == message.turn), events)
 
     @handles(BuildRequest)
     def _build(self, message: BuildRequest) -> BuiltRequest:

@@ -11,6 +11,7 @@ from typing import Any
 
 from actors import Job
 from sampler import SamplerRuntime, ToolSpec
+from tool_bridge.idempotency import Idempotency
 
 from .. import turn as tm
 from ..bridge import RecoveryBridge
@@ -39,6 +40,11 @@ class SessionOptions:
     """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
     price: Price | None = None
     """The model's price from the config's ``[pricing]`` table, to put a cost on each turn's usage."""
+    resume_interrupted_turns: bool = True
+    """Whether a turn the process running it did not live to end goes on from its stored steps when the
+    session starts again (else it ends ``interrupted``)."""
+    max_resumes_per_turn: int = 2
+    """Times one turn may be resumed; the next time it is found interrupted it ends ``interrupted``."""
 
     def turn_settings(self) -> tm.TurnSettings:
         """The limits of each turn of the session."""
@@ -89,6 +95,14 @@ class SessionRuntime:
     traceparent: Callable[[str, int, str | None], str | None] | None = None
     """Gives the W3C trace context (session, turn, a model call's request id or None for the turn) that the
     turn's messages carry to the actors doing its work (the host's telemetry)."""
+    idempotency_of: Callable[[str], Idempotency] = lambda _: Idempotency.SIDE_EFFECTING
+    """The idempotency class of a tool by name, which decides whether a resumed turn runs a call again."""
+    resuming: tuple[int, tm.ResumePlan] | None = None
+    """A turn found interrupted that goes on as planned, once the host's turn limit lets it (before any
+    waiting prompt)."""
+    interrupted: Callable[[str, int], None] | None = None
+    """Told (session, turn) when the session ends a turn its process did not live to end as interrupted
+    (the host's telemetry)."""
     passivating: bool = False
     """Set by the session when it agreed to be passivated: it starts no turn until its next incarnation,
     and the host starts that incarnation at once if prompts came in meanwhile."""
@@ -103,7 +117,7 @@ class SessionRuntime:
     def settled(self) -> bool:
         """No turn in flight, no prompt waiting and nothing waiting to be written: the session's subtree
         may be stopped without anything left to do."""
-        return self.turn is None and not self.prompts and not self.unrecorded
+        return self.turn is None and self.resuming is None and not self.prompts and not self.unrecorded
 
     def describe(self) -> str:
         """A one-line account of the turn in flight and what waits behind it, for diagnostics."""

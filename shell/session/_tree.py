@@ -84,7 +84,9 @@ def session_runtime(
     prompts. It outlives the SessionActor's incarnations (and, in a host, passivation). ``specs`` are
     ``tool_specs(parts.registry)``, given when the caller shares them between sessions."""
     specs = tool_specs(parts.registry) if specs is None else specs
-    return SessionRuntime(parts.options, parts.credentials, specs, parts.doom_loop, gate=gate)
+    runtime = SessionRuntime(parts.options, parts.credentials, specs, parts.doom_loop, gate=gate)
+    runtime.idempotency_of = parts.registry.idempotency_of
+    return runtime
 
 
 def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None = None) -> ChildSpec:

@@ -609,6 +609,17 @@ class SessionStore:
             )
         return [self._decode_event(session_id, row) for row in rows]
 
+    def load_turn_events(self, session_id: str, turn: int) -> list[StoredEvent]:
+        """The events of the session's turn ``turn``, in seq order."""
+        with self._backend.read() as db:
+            self._session_row(db, session_id)
+            rows = db.query(
+                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND turn = ?"
+                " ORDER BY seq",
+                (session_id, turn),
+            )
+        return [self._decode_event(session_id, row) for row in rows]
+
     # --- Internals ----------------------------------------------------------------------------------------
 
     def _write(self, write: Callable[[Db], T]) -> T:

@@ -10,8 +10,10 @@ Threads do not carry context variables, so the trace context travels in the mess
 :meth:`TurnRecorder.traceparent` for the W3C ``traceparent`` of the work it is about to ask for and puts
 it in the message — the model call's own span in the sampler's ``Sample`` (sent on to the provider as
 a header), the turn's span in the tool bridge's ``RunTools`` (the parent of every ``execute_tool`` span)
-and in the stored ``TurnStarted`` event. A host that finds a turn interrupted by the end of its process
-records, with :meth:`TurnRecorder.resumed`, an ``invoke_agent`` span in that turn's stored trace.
+and in the stored ``TurnStarted`` event. A host that takes up a turn interrupted by the end of its process
+continues that turn's stored trace: the resumed turn's ``invoke_agent`` span (``turnkeep.resumed`` set) is
+a child of the stored turn span, and a turn ended ``interrupted`` instead is recorded there by
+:meth:`TurnRecorder.interrupted`.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class TurnRecorder:
         with self._lock:
             turn = self._turns.get(key)
             if turn is None:
-                if not isinstance(message, tm.Begin):
+                if not isinstance(message, tm.Begin | tm.Resume):
                     return  # a turn begun before telemetry was on, or already ended
                 turn = self._turns[key] = self._begin(session_id, number, message)
             self._told(turn, message)
@@ -124,13 +126,12 @@ class TurnRecorder:
             call = turn.calls.get(request_id) if request_id is not None else None
             return call.traceparent if call is not None else turn.traceparent
 
-    def resumed(self, session_id: str, number: int, traceparent: str | None) -> None:
+    def interrupted(self, session_id: str, number: int, traceparent: str | None) -> None:
         """Record that turn ``number``, which a process ended while it ran, is now ended as interrupted by a
         host that took the session over: an ``invoke_agent`` span with ``turnkeep.resumed`` set, child of
         the span ``traceparent`` names (the turn's span, as stored when it began) and so in its trace, ended
         at once with an error status. Without a usable ``traceparent`` the span starts a trace of its own."""
-        stored = parse_traceparent(traceparent) if traceparent else None
-        parent = trace.set_span_in_context(NonRecordingSpan(stored)) if stored is not None else Context()
+        parent = _stored_parent(traceparent)
         attributes = self._turn_attributes(session_id, number) | {
             "turnkeep.resumed": True,
             "turnkeep.outcome": "cancelled",
@@ -169,11 +170,19 @@ class TurnRecorder:
             "turnkeep.turn": number,
         }
 
-    def _begin(self, session_id: str, number: int, message: tm.Begin) -> _Turn:
+    def _begin(self, session_id: str, number: int, message: tm.Begin | tm.Resume) -> _Turn:
         attributes = self._turn_attributes(session_id, number)
-        if self._content:
+        parent: Context | None = None
+        if isinstance(message, tm.Resume):
+            # The same turn, taken up by another process: a child of its stored span, in its trace.
+            parent = _stored_parent(message.plan.traceparent)
+            attributes["turnkeep.resumed"] = True
+            attributes["turnkeep.resumed_after_step"] = message.plan.steps_done
+        elif self._content:
             attributes["turnkeep.prompt"] = _content(message.prompt.text)
-        span = self._tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
+        span = self._tracer.start_span(
+            "invoke_agent", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+        )
         parent = trace.set_span_in_context(span)
         return _Turn(span, time.perf_counter(), parent, format_traceparent(span.get_span_context()))
 
@@ -417,3 +426,10 @@ def _outcome(event: tm.TurnEnd) -> tuple[str, str]:
 def _content(text: str) -> str:
     """``text`` as it may go on a span: secrets redacted, cut to a bounded length."""
     return redact(text[:_CONTENT_LIMIT])
+
+
+def _stored_parent(traceparent: str | None) -> Context:
+    """The context whose span is the one ``traceparent`` names (a turn's span as stored when it began);
+    an empty context, which starts a trace of its own, when there is no usable ``traceparent``."""
+    stored = parse_traceparent(traceparent) if traceparent else None
+    return trace.set_span_in_context(NonRecordingSpan(stored)) if stored is not None else Context()

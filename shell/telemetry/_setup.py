@@ -91,12 +91,12 @@ class Telemetry:
             )
             return None
 
-    def resumed(self, store: SessionStore, session_id: str, number: int) -> None:
-        """Record that this host takes over the session whose turn ``number`` its process did not live to
-        end (see :meth:`TurnRecorder.resumed`), in the trace stored with the turn's ``TurnStarted`` event in
+    def interrupted(self, store: SessionStore, session_id: str, number: int) -> None:
+        """Record that this host ended as interrupted the turn ``number`` its process did not live to end
+        (see :meth:`TurnRecorder.interrupted`), in the trace stored with the turn's ``TurnStarted`` event in
         ``store``. A failure (the store cannot be read, say) is logged, never raised."""
         try:
-            self.recorder.resumed(session_id, number, stored_traceparent(store, session_id, number))
+            self.recorder.interrupted(session_id, number, stored_traceparent(store, session_id, number))
         except Exception:
             logger.exception(
                 "telemetry: recording the interrupted turn %s of session %s failed", number, session_id

@@ -1,7 +1,8 @@
 """The turn as a pure state machine: inputs in, actions out, no I/O.
 
 :class:`TurnMachine` decides; the SessionActor performs the :data:`TurnAction` it returns and feeds back
-what they answer as :data:`TurnInput`. Recovery choices (credentials, overflow, filtered answers) come from
+what they answer as :data:`TurnInput`. A turn its process did not live to end is resumed from its stored
+journal as :func:`plan_resume` decides. Recovery choices (credentials, overflow, filtered answers) come from
 :class:`~shell.bridge.RecoveryBridge`; the machine applies them.
 """
 
@@ -40,6 +41,7 @@ from ._inputs import (
     RequestBuilt,
     Restarted,
     ResubmitDue,
+    Resume,
     Shutdown,
     Sibling,
     SiblingDown,
@@ -48,8 +50,10 @@ from ._inputs import (
     WindowLearned,
 )
 from ._machine import MAX_LOST_STEPS, CancelReason, Phase, TurnFailure, TurnMachine, TurnSettings
+from ._resume import INTERRUPTED_CALL, EndInterrupted, ResumePlan, TurnJournal, plan_resume
 
 __all__ = [
+    "INTERRUPTED_CALL",
     "MAX_LOST_STEPS",
     "SIBLING_MESSAGES",
     "ActionFailed",
@@ -68,6 +72,7 @@ __all__ = [
     "CompactionApplied",
     "CompactionPlanned",
     "Emit",
+    "EndInterrupted",
     "Finish",
     "OutputsStubbed",
     "Phase",
@@ -76,6 +81,8 @@ __all__ = [
     "RequestBuilt",
     "Restarted",
     "ResubmitDue",
+    "Resume",
+    "ResumePlan",
     "ScheduleResubmit",
     "SendSample",
     "Shutdown",
@@ -91,7 +98,9 @@ __all__ = [
     "TurnEnd",
     "TurnFailure",
     "TurnInput",
+    "TurnJournal",
     "TurnMachine",
     "TurnSettings",
     "WindowLearned",
+    "plan_resume",
 ]

@@ -1,7 +1,8 @@
 """What a turn can be told: the answers to its own asks, timers, the user, siblings and the host.
 
 The sampler's and the tool runner's own messages (``StepText``, ``StepRetrying``, ``StepProjectionFallback``,
-``Completed``, ``Failed``, ``Cancelled``, ``ToolCallBegan``, ``ToolsFinished``) are inputs too, as they come.
+``Completed``, ``Failed``, ``Cancelled``, ``ToolCallBegan``, ``ToolCallEnded``, ``ToolsFinished``) are inputs
+too, as they come.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from sampler import (
     StepState,
     StepText,
 )
-from tool_bridge.messages import ToolCallBegan, ToolsFinished
+from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolsFinished
 
 from .._protocol import BuiltRequest, CompactionTask
 from ..messages import UserPrompt
+from ._resume import ResumePlan
 
 __all__ = [
     "SIBLING_MESSAGES",
@@ -37,6 +39,7 @@ __all__ = [
     "RequestBuilt",
     "Restarted",
     "ResubmitDue",
+    "Resume",
     "Shutdown",
     "Sibling",
     "SiblingDown",
@@ -58,6 +61,14 @@ class Begin:
     """Start the turn; its prompt is already in the history."""
 
     prompt: UserPrompt
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Go on with a turn that the process running it did not live to end, as ``plan`` says (see
+    :func:`~shell.turn.plan_resume`); its prompt and stored steps are already in the history."""
+
+    plan: ResumePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +178,7 @@ class ActionFailed:
 
 TurnInput = (
     Begin
+    | Resume
     | RequestBuilt
     | CompactionPlanned
     | CompactionApplied
@@ -189,6 +201,7 @@ TurnInput = (
     | Failed
     | Cancelled
     | ToolCallBegan
+    | ToolCallEnded
     | ToolsFinished
 )
 """Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
@@ -202,6 +215,7 @@ SIBLING_MESSAGES: tuple[type, ...] = (
     Failed,
     Cancelled,
     ToolCallBegan,
+    ToolCallEnded,
     ToolsFinished,
 )
 """The sampler's and the tool supervisor's messages that are turn inputs as they come: a session hands

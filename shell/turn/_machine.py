@@ -10,7 +10,11 @@ of inputs (duplicated, reordered, lost, stale):
   :data:`MAX_LOST_STEPS`), so a world that keeps answering ends it;
 - an ``Ask…`` action or ``Finish`` is always the last action of a list;
 - every tool call it reports finished (``ToolCallFinished``) it reported started before, once, even a call
-  refused, invalid or stopped before its tool ran.
+  refused, invalid or stopped before its tool ran;
+- a step's tool results are appended in call order, each as soon as it and the calls before it have their
+  outcome (so a result is stored as it comes, not at the end of the batch);
+- a resumed turn (:class:`~shell.turn.Resume`) requests no stored step again and runs again only the
+  calls its plan says.
 
 It is one module, longer than most, because it is one state machine: its transitions share the turn's
 state, and splitting them would spread one table of phases over several files.
@@ -44,7 +48,7 @@ from sampler import (
     Usage,
     UserMessage,
 )
-from tool_bridge.messages import ToolCallBegan, ToolInvocation, ToolsFinished
+from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolInvocation, ToolsFinished
 from tool_bridge.results import ToolOutcome, ToolStatus
 
 from .. import events as ev
@@ -95,6 +99,7 @@ from ._inputs import (
     RequestBuilt,
     Restarted,
     ResubmitDue,
+    Resume,
     Shutdown,
     Sibling,
     SiblingDown,
@@ -102,6 +107,7 @@ from ._inputs import (
     TurnInput,
     WindowLearned,
 )
+from ._resume import INTERRUPTED_CALL, ResumePlan
 
 __all__ = ["MAX_LOST_STEPS", "CancelReason", "Phase", "TurnFailure", "TurnMachine", "TurnSettings"]
 
@@ -217,6 +223,10 @@ class TurnMachine:
         self._calls: dict[str, ToolCall] = {}
         self._started: set[str] = set()
         """The calls of ``_calls`` whose start was reported (a ``ToolCallStarted`` emitted)."""
+        self._outcomes: dict[str, ToolOutcome] = {}
+        """The outcomes the calls of ``_calls`` have so far."""
+        self._journaled = 0
+        """How many of ``_calls``, in call order, have their result appended."""
         self._compaction: CompactionTask | None = None
         self._summaries: list[str] = []
         self._purpose = _Purpose.PROACTIVE
@@ -237,6 +247,7 @@ class TurnMachine:
         self._compaction_usage = TokenUsage()
         self._handlers: dict[type, Callable[[Any, float], list[TurnAction]]] = {
             Begin: self._begin,
+            Resume: self._resumed,
             RequestBuilt: self._request_built,
             CompactionPlanned: self._compaction_planned,
             CompactionApplied: self._compaction_applied,
@@ -259,6 +270,7 @@ class TurnMachine:
             Failed: self._failed,
             Cancelled: self._sampler_cancelled,
             ToolCallBegan: self._tool_began,
+            ToolCallEnded: self._tool_ended,
             ToolsFinished: self._tools_finished,
         }
 
@@ -352,6 +364,47 @@ class TurnMachine:
         self._bridge.step_succeeded()
         started = Emit(ev.TurnStarted(self.settings.session_id, self.number, message.prompt.text))
         return [started, *self._next_step()]
+
+    def _resumed(self, message: Resume, now: float) -> list[TurnAction]:
+        if self.phase is not Phase.NEW:
+            return []
+        plan: ResumePlan = message.plan
+        self._doom.reset()
+        self._bridge.step_succeeded()
+        self.step = plan.steps_done
+        resumed = ev.TurnResumed(
+            self.settings.session_id,
+            self.number,
+            plan.steps_done,
+            plan.attempt,
+            tuple(call.id for call in plan.open_calls if call.id in plan.rerun),
+            plan.interrupted,
+        )
+        actions: list[TurnAction] = [Emit(resumed)]
+        if plan.answer is not None:
+            done = ev.TurnCompleted(self.settings.session_id, self.number, plan.answer, plan.steps_done)
+            return self._finish(done, actions)
+        if not plan.open_calls:
+            return [*actions, *self._next_step()]
+        self._calls = {call.id: call for call in plan.open_calls}
+        self._started = set(plan.started)
+        self._open_calls = dict(self._calls)
+        aborted = ToolStatus.ABORTED
+        self._outcomes = {
+            c.id: ToolOutcome(c.id, c.name, INTERRUPTED_CALL, True, aborted, interrupted=True)
+            for c in plan.open_calls
+            if c.id not in plan.rerun
+        }
+        self._journaled = 0
+        actions += self._journal_results()
+        rerun = tuple(
+            ToolInvocation(c.id, c.name, c.arguments) for c in plan.open_calls if c.id in plan.rerun
+        )
+        if not rerun:
+            return self._tools_done(actions)
+        self.phase = Phase.TOOLS
+        self.batch_id = f"{self.settings.session_id}:{self.number}:{self._ids()}"
+        return [*actions, StartTools(self.batch_id, rerun)]
 
     def _next_step(self) -> list[TurnAction]:
         self.step += 1
@@ -496,6 +549,8 @@ class TurnMachine:
         actions.append(AppendMessage(answer))
         self._calls = {call.id: call for call in answer.tool_calls}
         self._started = set()
+        self._outcomes = {}
+        self._journaled = 0
         self._open_calls = dict(self._calls)
         if self.cancelling is not None:
             return self._cancelled(self.cancelling, actions)
@@ -712,38 +767,66 @@ class TurnMachine:
         arguments = call.arguments if call is not None else ""
         return [Emit(ev.ToolCallStarted(self.settings.session_id, self.number, call_id, tool, arguments))]
 
-    def _tools_finished(self, message: ToolsFinished, now: float) -> list[TurnAction]:
-        if self.phase is not Phase.TOOLS or message.batch_id != self.batch_id:
+    def _tool_ended(self, message: ToolCallEnded, now: float) -> list[TurnAction]:
+        outcome = message.outcome
+        if (
+            self.phase is not Phase.TOOLS
+            or message.batch_id != self.batch_id
+            or outcome.call_id not in self._calls
+            or outcome.call_id in self._outcomes
+        ):
             return []
+        self._outcomes[outcome.call_id] = outcome
+        return self._journal_results()
+
+    def _journal_results(self) -> list[TurnAction]:
+        """Append the results of the calls, in call order, that have an outcome and every call before them
+        too; report each finished."""
         actions: list[TurnAction] = []
-        failure: str | None = None
-        warned = False
-        outcomes = {outcome.call_id: outcome for outcome in message.outcomes}
-        self._open_calls = {}
-        for call_id, call in self._calls.items():
-            outcome = outcomes.get(call_id) or ToolOutcome(
-                call_id, call.name, "no result was recorded for this call", True, ToolStatus.CRASHED
-            )
-            result = ToolResult(call_id, outcome.content, outcome.is_error)
-            actions.append(AppendMessage(ToolMessage(result)))
+        calls = list(self._calls.values())
+        while self._journaled < len(calls) and calls[self._journaled].id in self._outcomes:
+            call = calls[self._journaled]
+            self._journaled += 1
+            outcome = self._outcomes[call.id]
+            self._open_calls.pop(call.id, None)
+            actions.append(AppendMessage(ToolMessage(ToolResult(call.id, outcome.content, outcome.is_error))))
             # A call refused, invalid or stopped before its tool ran was never reported started.
-            actions += self._report_started(call_id, outcome.tool)
+            actions += self._report_started(call.id, outcome.tool)
             finished = ev.ToolCallFinished(
                 self.settings.session_id,
                 self.number,
-                call_id,
+                call.id,
                 outcome.tool,
                 outcome.is_error,
                 str(outcome.status),
                 outcome.content[:200],
             )
             actions.append(Emit(finished))
-            if failure is not None:
-                continue
-            verdict = self._doom.observe(call, result)
+        return actions
+
+    def _tools_finished(self, message: ToolsFinished, now: float) -> list[TurnAction]:
+        if self.phase is not Phase.TOOLS or message.batch_id != self.batch_id:
+            return []
+        outcomes = {outcome.call_id: outcome for outcome in message.outcomes}
+        for call_id, call in self._calls.items():
+            if call_id not in self._outcomes:
+                self._outcomes[call_id] = outcomes.get(call_id) or ToolOutcome(
+                    call_id, call.name, "no result was recorded for this call", True, ToolStatus.CRASHED
+                )
+        return self._tools_done(self._journal_results())
+
+    def _tools_done(self, actions: list[TurnAction]) -> list[TurnAction]:
+        """Every call of the step has its result appended (after ``actions``): look for a doom loop, then
+        end the turn if it is cancelled or go on to the next step."""
+        failure: str | None = None
+        warned = False
+        for call_id, call in self._calls.items():
+            outcome = self._outcomes[call_id]
+            verdict = self._doom.observe(call, ToolResult(call_id, outcome.content, outcome.is_error))
             if verdict.verdict is DoomLoopVerdict.FAIL:
                 failure = verdict.reason
-            elif verdict.verdict is DoomLoopVerdict.WARN and not warned:
+                break
+            if verdict.verdict is DoomLoopVerdict.WARN and not warned:
                 warned = True
                 actions.append(
                     Emit(ev.DoomLoopWarning(self.settings.session_id, self.number, verdict.reason))

@@ -20,6 +20,7 @@ from tool_bridge import (
     ToolBridgeSettings,
     ToolBridgeSettingsError,
     ToolCallBegan,
+    ToolCallEnded,
     ToolContext,
     ToolError,
     ToolInvocation,
@@ -109,11 +110,32 @@ def test_a_batch_reports_one_outcome_per_call_in_call_order(make_rig: MakeRig) -
     assert not any(o.is_error for o in finished.outcomes)
 
 
-def test_each_call_is_announced_when_its_tool_starts(make_rig: MakeRig) -> None:
+def test_each_call_is_announced_when_its_tool_starts_and_again_when_it_has_its_outcome(
+    make_rig: MakeRig,
+) -> None:
     rig = make_rig()
     rig.run(call("c1", "nap"), call("c2", "pnap"))
     finished = rig.finished()
-    assert rig.heard == [ToolCallBegan("b1", "c1", "nap"), ToolCallBegan("b1", "c2", "pnap"), finished]
+    first, second = finished.outcomes
+    assert rig.heard == [
+        ToolCallBegan("b1", "c1", "nap"),
+        ToolCallEnded("b1", first),
+        ToolCallBegan("b1", "c2", "pnap"),
+        ToolCallEnded("b1", second),
+        finished,
+    ]
+
+
+def test_a_call_refused_before_it_runs_has_its_outcome_told_at_once(make_rig: MakeRig) -> None:
+    rig = make_rig()
+    rig.run(call("c1", "no_such_tool"), call("c2", "nap"))
+    finished = rig.finished()
+    refused, ran = finished.outcomes
+    assert refused.status is ToolStatus.INVALID
+    assert [m for m in rig.heard if isinstance(m, ToolCallEnded)] == [
+        ToolCallEnded("b1", refused),
+        ToolCallEnded("b1", ran),
+    ]
 
 
 def test_an_empty_batch_finishes_at_once(make_rig: MakeRig) -> None:

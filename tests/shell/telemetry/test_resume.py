@@ -11,12 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import StatusCode
 
 from sampler.fake import Conversation, FakeProvider, Fault, FaultPlan, FinalAnswer, Script, Step, ToolStep
 from shell import Host, TurnCompleted, load_settings
-from shell import events as ev
 from shell.store import SessionStore
 from shell.telemetry._context import parse_traceparent
 from tests._loopback import QuietHandler, serving_http
@@ -106,8 +106,9 @@ def run_until_the_tool_ran_then_kill(
         process.wait(TIMEOUT)
 
 
+@pytest.mark.parametrize("resuming", [True, False], ids=["resumed", "ended-interrupted"])
 def test_a_host_taking_over_a_turn_its_process_did_not_end_continues_the_turns_trace(
-    tmp_path: Path, recorded: Recorded
+    tmp_path: Path, recorded: Recorded, resuming: bool
 ) -> None:
     store = tmp_path / "sessions.db"
     hang = FaultPlan.scripted([None, Fault.stall(after_chunks=1, hang=True)])
@@ -119,10 +120,20 @@ def test_a_host_taking_over_a_turn_its_process_did_not_end_continues_the_turns_t
         with SessionStore.open(store) as reader:
             assert reader.get_session(session_id).status == "in_turn"
 
-        environ = {"TURNKEEP_STORE__PATH": str(store), "TURNKEEP_PROVIDER__BASE_URL": provider.base_url}
+        environ = {
+            "TURNKEEP_STORE__PATH": str(store),
+            "TURNKEEP_PROVIDER__BASE_URL": provider.base_url,
+            "TURNKEEP_HOST__RESUME_INTERRUPTED_TURNS": str(resuming).lower(),
+        }
         with Host(load_settings(environ=environ), telemetry=recorded.telemetry) as host:
             session = host.resume(session_id)
             after = session.run("and now?")
+            with SessionStore.open(store) as reader:
+                ends = [
+                    e.type
+                    for e in reader.load_events(session_id)
+                    if e.turn == 1 and e.type.startswith("Turn")
+                ]
     assert isinstance(after, TurnCompleted), after
 
     stored = parse_traceparent(started["traceparent"])
@@ -132,14 +143,21 @@ def test_a_host_taking_over_a_turn_its_process_did_not_end_continues_the_turns_t
     assert resumed.context is not None and resumed.context.trace_id == stored.trace_id
     assert resumed.parent is not None and resumed.parent.span_id == stored.span_id
     assert resumed.attributes["turnkeep.turn"] == started["turn"] == 1
-    assert resumed.attributes["turnkeep.cancel_reason"] == "interrupted"
-    assert resumed.status.status_code is StatusCode.ERROR
-    assert recorded.total("turnkeep.turns", outcome="cancelled", kind="interrupted") == 1
+    if resuming:
+        # The same turn goes on from its stored step: its model call is a child of the resumed span.
+        assert ends == ["TurnStarted", "TurnResumed", "TurnCompleted"]
+        assert resumed.attributes["turnkeep.resumed_after_step"] == 1
+        assert resumed.attributes["turnkeep.outcome"] == "completed"
+        assert resumed.status.status_code is not StatusCode.ERROR
+        resumed_id = resumed.context.span_id
+        calls = [span for span in recorded.spans() if span.parent and span.parent.span_id == resumed_id]
+        assert calls, "the resumed turn's model call is not in its span"
+        assert recorded.total("turnkeep.turns", outcome="completed") == 2  # turn 1, resumed, and turn 2
+    else:
+        assert ends == ["TurnStarted", "TurnCancelled"]
+        assert resumed.attributes["turnkeep.cancel_reason"] == "interrupted"
+        assert resumed.status.status_code is StatusCode.ERROR
+        assert recorded.total("turnkeep.turns", outcome="cancelled", kind="interrupted") == 1
 
     later = [span for span in recorded.named("invoke_agent") if span.attributes["turnkeep.turn"] == 2]
     assert len(later) == 1 and later[0].context.trace_id != stored.trace_id  # a new turn, a new trace
-    with SessionStore.open(store) as reader:
-        ends = [e for e in reader.load_events(session_id) if e.turn == 1 and e.type == "TurnCancelled"]
-    assert [json.loads(e.body)["reason"] for e in ends] == [
-        ev.TurnCancelled(session_id, 1, "interrupted").reason
-    ]

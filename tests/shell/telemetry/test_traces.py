@@ -227,7 +227,7 @@ def test_spans_still_open_when_telemetry_stops_end_with_an_error_status(recorded
     assert spans["chat m"].attributes["error.type"] == "abandoned"
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", [5, 9])
 def test_a_session_actor_restarted_mid_turn_continues_the_same_trace(tmp_path: Path, seed: int) -> None:
     recorded = record()
     chaos = SessionChaos(session=ChaosPolicy(seed=seed, crash_probability=0.5, crash_on=(Completed,)))
