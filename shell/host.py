@@ -182,6 +182,7 @@ class AgentHost:
         path = Path(workspace).resolve()
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
+        self.store.take_session(session_id)
         return self._activate(session_id, path, priority)
 
     def resume(
@@ -205,10 +206,12 @@ class AgentHost:
         self._path(session_id)
         with self._lock:
             known = self._sessions.get(session_id)
-        if known is not None:
+        if known is not None and self.store.owns(session_id):
             for subscriber in subscribers:
                 self.subscribe(session_id, subscriber)
             return self._address(session_id)
+        if known is not None:  # another host took it since: this copy is stale, the store has the truth
+            self._let_go(session_id, wait=True)
         try:
             record = self.store.get_session(session_id)
         except SessionNotFound as exc:
@@ -222,6 +225,8 @@ class AgentHost:
                     " archived=True to take it out of the archive and continue it"
                 )
             record = self.store.unarchive_session(session_id)
+        # From now on a host that had the session (one presumed dead, say) writes nothing more to it.
+        self.store.take_session(session_id)
         address = self._activate(session_id, Path(record.workspace), priority)
         with self._lock:
             session = self._sessions[session_id]
@@ -545,7 +550,25 @@ class AgentHost:
             runtime.observer = telemetry.observe
             runtime.traceparent = telemetry.traceparent
             runtime.interrupted = lambda session, number: telemetry.interrupted(store, session, number)
+        runtime.on_fenced = lambda: self._let_go(session_id)
         return Built(runtime, parts, servers)
+
+    def _let_go(self, session_id: str, *, wait: bool = False) -> None:
+        """Another host took the session over: stop this copy of it and forget it; resuming it here takes
+        it back. Unless ``wait``, on a thread of its own (the session asks for it from its own handler)."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+
+        def stop() -> None:
+            self._address(session_id).set_activator(None)
+            self._stop_subtree(session)
+
+        if wait:
+            stop()
+        else:
+            threading.Thread(target=stop, name=f"turnkeep-let-go-{session_id}", daemon=True).start()
 
     def _announce(self, before: ServerStatus, state: McpServerState, session_id: str | None) -> None:
         """Tell the running sessions that use the server (all of them for a host-scope one) what

@@ -28,6 +28,7 @@ from .._protocol import (
 )
 from ..credentials import refresh_failure
 from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+from ..store import StaleOwner
 from ._history import History, HistoryError
 from ._path import SessionPath
 from ._state import SessionRuntime
@@ -80,7 +81,7 @@ class SessionActor(Actor):
         self._opts = runtime.options
         self._siblings: dict[str, str] = {}
         self._history = History(
-            lambda: self._sibling("chat_state"), lambda: self.stopping, runtime.unrecorded
+            lambda: self._sibling("chat_state"), lambda: self.stopping, runtime.unrecorded, self._fenced
         )
 
     # -- addresses -----------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ class SessionActor(Actor):
             self._init()
         except HistoryError as exc:
             logger.warning("session %s: could not start: %s", self._opts.session_id, exc)
-            if exc.kind != "aborted":
+            if exc.kind not in ("aborted", "fenced"):
                 self._init_again()
             return
         if rt.turn is not None and rt.turn_generation != rt.generation:
@@ -163,6 +164,31 @@ class SessionActor(Actor):
             self._rt.interrupted(self._opts.session_id, number)
         self._history.flush()
 
+    def _fenced(self, exc: StaleOwner) -> None:
+        """The store refused a write: another host took the session. Write nothing more, end what waits
+        here (the turn in flight ends as its failed write is answered), and have the host stop this copy."""
+        logger.warning(
+            "session %s: another host took it over (owner epoch %d, taken here at %d): stopping this copy of"
+            " the session, which writes nothing more",
+            self._opts.session_id,
+            exc.current,
+            exc.epoch,
+        )
+        self._rt.resuming = None
+        self._drop_waiting()
+        if self._rt.on_fenced is not None:
+            self._rt.on_fenced()
+
+    def _drop_waiting(self) -> None:
+        """Fail the prompts waiting here: the host that took the session over never heard of them."""
+        rt = self._rt
+        first = rt.next_turn or 0
+        message = self._history.fenced_message()
+        for offset in range(len(rt.prompts)):
+            kind = tm.TurnFailure.FENCED.value
+            self._publish(ev.TurnFailed(self._opts.session_id, first + offset, kind, message))
+        rt.prompts.clear()
+
     def on_stop(self) -> None:
         for sibling in ("sampler", "tools"):
             self.system.unwatch(self._sibling(sibling), self.address)
@@ -182,6 +208,8 @@ class SessionActor(Actor):
     def _on_prompt(self, message: UserPrompt) -> int:
         rt = self._rt
         rt.last_active = time.monotonic()
+        if self._history.fenced is not None:
+            raise Refuse(HistoryError("fenced", self._history.fenced_message()))
         if rt.next_turn is None:
             try:
                 self._init()
@@ -212,6 +240,8 @@ class SessionActor(Actor):
         """Go on with the turn found interrupted, else start the oldest waiting prompt, once the host's
         turn limit lets this session run one."""
         rt = self._rt
+        if self._history.fenced is not None:
+            self._drop_waiting()
         if (not rt.prompts and rt.resuming is None) or rt.turn is not None or rt.next_turn is None:
             if gate_held and rt.gate is not None:
                 rt.gate.leave(self.address)
@@ -250,7 +280,7 @@ class SessionActor(Actor):
             self._history.begin_turn(number, message, keep_on_failure=rt.start_failures + 1 >= _START_TRIES)
         except HistoryError as exc:
             rt.start_failures += 1
-            if exc.kind != "aborted":
+            if exc.kind not in ("aborted", "fenced"):
                 self._init_again()
             return False
         rt.start_failures = 0

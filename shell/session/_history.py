@@ -23,19 +23,25 @@ from .._protocol import (
     StartTurn,
     StubToolOutputs,
 )
+from ..store import StaleOwner
 
 __all__ = ["History", "HistoryError"]
 
 logger = logging.getLogger("turnkeep.shell")
 
 _TRIES = 5
+_FENCED = (
+    "Another host took this session over (its owner epoch is {current}; this host took it at {epoch}): this "
+    "host stopped its copy of the session and writes nothing more to it. The turn goes on in that host."
+)
 _STOPPING_ASK_TIMEOUT = 2.0
 """Seconds an ask may take while the session stops (its own stop has a deadline too)."""
 
 
 class HistoryError(Exception):
     """The history did not answer: ``kind`` is ``aborted`` (the session is stopping), ``internal`` (the
-    chat state is unavailable or silent) or ``store`` (the store failed)."""
+    chat state is unavailable or silent), ``store`` (the store failed) or ``fenced`` (another host took
+    the session: this one may not write to it again)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -44,15 +50,41 @@ class HistoryError(Exception):
 
 class History:
     """Asks to the chat state at ``address()``, tried again while it restarts (a crash before the handler
-    leaves nothing done); ``kept`` holds writes that could not be made yet, in order."""
+    leaves nothing done); ``kept`` holds writes that could not be made yet, in order.
 
-    def __init__(self, address: Callable[[], Address], stopping: Callable[[], bool], kept: list[Any]) -> None:
+    Once the store refuses a write because another host took the session (``fenced``), every later ask
+    fails at once with kind ``fenced``, and writes that were kept or are recorded later are dropped: a
+    host that no longer owns the session writes nothing more to it. ``on_fenced`` is called that once."""
+
+    def __init__(
+        self,
+        address: Callable[[], Address],
+        stopping: Callable[[], bool],
+        kept: list[Any],
+        on_fenced: Callable[[StaleOwner], None] = lambda _: None,
+    ) -> None:
         self._address = address
         self._stopping = stopping
         self.kept = kept
+        self._on_fenced = on_fenced
+        self.fenced: StaleOwner | None = None
+
+    def _fence(self, exc: StaleOwner) -> HistoryError:
+        if self.fenced is None:
+            self.fenced = exc
+            self.kept.clear()
+            self._on_fenced(exc)
+        return HistoryError("fenced", self.fenced_message())
+
+    def fenced_message(self) -> str:
+        """What a turn cut off by the fence is told (empty while not fenced)."""
+        exc = self.fenced
+        return "" if exc is None else _FENCED.format(current=exc.current, epoch=exc.epoch)
 
     def ask(self, message: Any) -> Any:
         """The chat state's answer to ``message``. Raises :class:`HistoryError`."""
+        if self.fenced is not None:
+            raise HistoryError("fenced", self.fenced_message())
         for attempt in range(_TRIES):
             stopping = self._stopping()
             if attempt and stopping:
@@ -65,6 +97,8 @@ class History:
             except ActorError as exc:
                 if attempt == _TRIES - 1:
                     raise HistoryError("internal", f"the session's history is unavailable: {exc}") from exc
+            except StaleOwner as exc:
+                raise self._fence(exc) from exc
             except Exception as exc:
                 raise HistoryError("store", f"the session store failed: {exc}") from exc
         raise AssertionError("unreachable")
@@ -78,7 +112,7 @@ class History:
                 raise HistoryError("store", "earlier writes wait to be recorded")
             self.ask(StartTurn(number, prompt))
         except HistoryError as exc:
-            if not keep_on_failure or exc.kind == "aborted":
+            if not keep_on_failure or exc.kind in ("aborted", "fenced"):
                 raise
             self.kept += [BeginTurn(number), Append(number, prompt)]
 
@@ -116,29 +150,36 @@ class History:
             self.flush()
             self.ask(write)
         except HistoryError:
-            self.kept.append(write)
+            if self.fenced is None:
+                self.kept.append(write)
             raise
 
     def record(self, write: Any) -> None:
         """Make ``write`` now, or keep it, after every write already kept, to be made by :meth:`flush`."""
+        if self.fenced is not None:
+            return
         if not self.kept:
             try:
                 self.ask(write)
                 return
             except HistoryError:
                 logger.warning("a write to the history waits to be made: %s", type(write).__name__)
-        self.kept.append(write)
+        if self.fenced is None:
+            self.kept.append(write)
 
     def finish_turn(self, number: int, event: Any) -> None:
         """Record turn ``number`` as ended with the ``event`` that ended it, now, or keep both writes, after
         every write already kept, to be made by :meth:`flush`."""
+        if self.fenced is not None:
+            return
         if not self.kept:
             try:
                 self.ask(FinishTurn(number, event))
                 return
             except HistoryError:
                 logger.warning("the end of turn %d waits to be recorded", number)
-        self.kept += [EndTurn(), LogEvent(number, event)]
+        if self.fenced is None:
+            self.kept += [EndTurn(), LogEvent(number, event)]
 
     def flush(self) -> None:
         """Make the kept writes, in order. Raises :class:`HistoryError` (what is left stays kept)."""

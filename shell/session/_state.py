@@ -100,6 +100,9 @@ class SessionRuntime:
     resuming: tuple[int, tm.ResumePlan] | None = None
     """A turn found interrupted that goes on as planned, once the host's turn limit lets it (before any
     waiting prompt)."""
+    on_fenced: Callable[[], None] | None = None
+    """Told once when the store refused a write because another host took the session: the host stops
+    this copy of it (the session writes nothing more meanwhile)."""
     interrupted: Callable[[str, int], None] | None = None
     """Told (session, turn) when the session ends a turn its process did not live to end as interrupted
     (the host's telemetry)."""

@@ -31,6 +31,12 @@ the writer borrowing one per transaction; writes to one session are serialised b
 a lock held elsewhere for longer than ``busy_timeout`` seconds fails the write with :class:`StoreBusy`. A
 write that loses a deadlock with another database client is made again in the writer's next transaction.
 
+Fencing: a host takes a session with :meth:`SessionStore.take_session`, which increments its owner epoch
+and makes that store object write to the session only under that epoch: once another store (another host)
+has taken it since, each write of this one is refused with :class:`StaleOwner`, in the transaction of the
+write, and stores nothing. A store object that never took a session writes to it unfenced (administration:
+fork, rewind, close).
+
 Forks: :meth:`SessionStore.fork_session` copies a session's history as it stood at the end of a turn to a
 new session, and :meth:`SessionStore.rewind_session` also archives the source, each in one transaction
 (see :mod:`._fork` for which messages a fork holds, and docs/durability.md).
@@ -50,6 +56,7 @@ from ._errors import (
     SessionClosed,
     SessionExists,
     SessionNotFound,
+    StaleOwner,
     StoreBusy,
     StoreClosed,
     StoreCorrupt,
@@ -73,6 +80,7 @@ __all__ = [
     "SessionRecord",
     "SessionStatus",
     "SessionStore",
+    "StaleOwner",
     "StoreBusy",
     "StoreClosed",
     "StoreCorrupt",

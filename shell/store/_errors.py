@@ -11,6 +11,7 @@ __all__ = [
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
+    "StaleOwner",
     "StoreBusy",
     "StoreClosed",
     "StoreCorrupt",
@@ -119,6 +120,17 @@ class CompactionRejected(StoreError, ValueError):
 class SessionArchived(StoreError):
     """The session is archived (a rewind replaced it): it can be read and forked, but nothing can be added
     to it until it is taken out of the archive (:meth:`SessionStore.unarchive_session`)."""
+
+
+class StaleOwner(StoreError):
+    """Another host took the session (its owner epoch moved past ``epoch``, the one this store took it
+    with): this store may not write to it again. Nothing was written."""
+
+    def __init__(self, message: str, *, session_id: str, epoch: int, current: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.epoch = epoch
+        self.current = current
 
 
 class TurnRunning(StoreError):

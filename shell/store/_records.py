@@ -40,6 +40,8 @@ class SessionRecord(msgspec.Struct, frozen=True):
     forked_from: tuple[str, int] | None = None
     """``(session id, turn)`` of the session this one was forked (or rewound) from, at the end of that turn;
     None for a session opened afresh."""
+    owner_epoch: int = 0
+    """How many times a host took the session (:meth:`SessionStore.take_session`); 0 if none ever did."""
 
 
 class StoredMessage(msgspec.Struct, frozen=True):

@@ -12,6 +12,8 @@ new version number, so a store is always at exactly one version.
   its steps and, apart, of its compactions' summary requests, and its cost (NULL without a price).
 - Version 4: forks. Sessions gain ``forked_from`` and ``forked_at_turn``: the session a fork was copied
   from and the turn it was taken at (both NULL for a session opened afresh).
+- Version 5: fencing. Sessions gain ``owner_epoch``: incremented each time a host takes the session; a
+  write made for an older epoch is refused.
 
 Where the version is kept: in SQLite, ``PRAGMA user_version``, with ``PRAGMA application_id`` marking the
 file as a turnkeep store; in PostgreSQL, the one row of the marker table ``turnkeep_store``
@@ -117,6 +119,8 @@ _SQLITE_V4 = (
     "ALTER TABLE sessions ADD COLUMN forked_at_turn INTEGER",
 )
 
+_SQLITE_V5 = ("ALTER TABLE sessions ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0",)
+
 _POSTGRES_V1 = (
     f"CREATE TABLE {MARKER_TABLE} (application TEXT NOT NULL, schema_version INTEGER NOT NULL)",
     f"INSERT INTO {MARKER_TABLE} (application, schema_version) VALUES ('{APPLICATION}', 0)",
@@ -194,10 +198,18 @@ _POSTGRES_V4 = (
     "ALTER TABLE sessions ADD COLUMN forked_at_turn BIGINT",
 )
 
-SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2, _SQLITE_V3, _SQLITE_V4)
+_POSTGRES_V5 = ("ALTER TABLE sessions ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0",)
+
+SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2, _SQLITE_V3, _SQLITE_V4, _SQLITE_V5)
 """The SQLite statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
 
-POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (_POSTGRES_V1, _POSTGRES_V2, _POSTGRES_V3, _POSTGRES_V4)
+POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (
+    _POSTGRES_V1,
+    _POSTGRES_V2,
+    _POSTGRES_V3,
+    _POSTGRES_V4,
+    _POSTGRES_V5,
+)
 """The PostgreSQL statements that take a schema from version ``i`` to version ``i + 1``, for each ``i``."""
 
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

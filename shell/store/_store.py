@@ -8,6 +8,7 @@ redaction and error translation for both backends; it stays one module for that 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from ._errors import (
     SessionClosed,
     SessionExists,
     SessionNotFound,
+    StaleOwner,
     StoreCorrupt,
     StoreError,
     TurnRunning,
@@ -74,7 +76,7 @@ def _event_type(event: msgspec.Struct) -> str:
 
 _SESSION_COLUMNS = (
     "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta, forked_from,"
-    " forked_at_turn"
+    " forked_at_turn, owner_epoch"
 )
 
 
@@ -131,6 +133,9 @@ class SessionStore:
             raise ValueError(f"group_commit must be True or False, got {group_commit!r}")
         where = resolve(target)
         self._backend: StoreBackend
+        self._fences: dict[str, int] = {}
+        """The epoch this store took each session with (:meth:`take_session`)."""
+        self._fences_lock = threading.Lock()
         if isinstance(where, Path):
             if pool_size is not None:
                 raise ValueError("pool_size applies to PostgreSQL stores only")
@@ -278,6 +283,33 @@ class SessionStore:
             )
 
         self._write(write)
+
+    def take_session(self, session_id: str) -> int:
+        """Take the session for this store's writes: increment its owner epoch and return it. From then on
+        every write of this store to the session is refused with :class:`StaleOwner` once another store
+        has taken it; taking it again makes this store the owner again. Raises :class:`SessionNotFound`."""
+
+        def write(db: Db) -> int:
+            self._session_row(db, session_id, lock=True)
+            db.run("UPDATE sessions SET owner_epoch = owner_epoch + 1 WHERE id = ?", (session_id,))
+            ((epoch,),) = db.query("SELECT owner_epoch FROM sessions WHERE id = ?", (session_id,))
+            return int(epoch)
+
+        epoch = self._write(write)
+        with self._fences_lock:
+            self._fences[session_id] = max(epoch, self._fences.get(session_id, 0))
+        return epoch
+
+    def owns(self, session_id: str) -> bool:
+        """Whether this store took the session and no other store took it since."""
+        with self._fences_lock:
+            fence = self._fences.get(session_id)
+        return fence is not None and self.get_session(session_id).owner_epoch == fence
+
+    def release_session(self, session_id: str) -> None:
+        """Forget the epoch this store took the session with: its writes to it are unfenced again."""
+        with self._fences_lock:
+            self._fences.pop(session_id, None)
 
     def begin_turn(self, session_id: str, turn: int) -> None:
         """Record that ``turn`` is running: status ``in_turn``, ``current_turn = turn``."""
@@ -647,8 +679,19 @@ class SessionStore:
         return rows[0]
 
     def _open_session(self, db: Db, session_id: str) -> None:
-        # The row lock also serialises the seq allocation of concurrent writers to the session.
-        status = self._session_row(db, session_id, lock=True)[5]
+        # The row lock also serialises the seq allocation of concurrent writers to the session, and a
+        # take by another store with this write: the epoch read here holds until the write commits.
+        row = self._session_row(db, session_id, lock=True)
+        status = row[5]
+        fence = self._fences.get(session_id)
+        if fence is not None and int(row[11]) != fence:
+            raise StaleOwner(
+                f"session {session_id!r} was taken by another host (owner epoch {row[11]}, this host took it"
+                f" at {fence}): this host may not write to it any more",
+                session_id=session_id,
+                epoch=fence,
+                current=int(row[11]),
+            )
         if status == "closed":
             raise SessionClosed(f"session {session_id!r} is closed")
         if status == "archived":

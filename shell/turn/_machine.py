@@ -151,6 +151,8 @@ class TurnFailure(enum.StrEnum):
     AUTH = "auth"
     PROVIDER_FILTERED = "provider_filtered"
     STORE = "store"
+    FENCED = "fenced"
+    """Another host took the session over; this one stopped its copy (the turn goes on there)."""
     INTERNAL = "internal"
 
 
