@@ -39,11 +39,11 @@ from shell.messages import Cancel, Subscribe, Unsubscribe, UserPrompt  # noqa: E
 from shell.store import SessionStore  # noqa: E402
 from shell.turn import INTERRUPTED_CALL  # noqa: E402
 from tests._events import without_usage  # noqa: E402
-from tests._waiting import wait_until  # noqa: E402
 from tests.shell._settings import settings_for as shared_settings_for  # noqa: E402
 
 SLOW = Script.task([ToolStep([("shell", {"command": "sleep 4"})]), FinalAnswer("slept")])
 """A turn that spends 4 s in a tool: long enough to kill its replica under it."""
+TERMINAL_TYPES = ("TurnCompleted", "TurnFailed", "TurnCancelled")
 QUICK = " [[script:echo]]"
 """Appended to a prompt after a slow one: the fake model answers the newest directive."""
 
@@ -305,10 +305,10 @@ def test_a_replica_gone_for_good_hands_its_sessions_to_the_other(
         assert [s.up for s in pool.replicas() if s.name == doomed.name] == [False]
 
 
-def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
+def test_a_replica_frozen_mid_turn_is_replaced_and_the_turn_ends_once_written_by_one_owner(
     provider: FakeProvider, local_ray: None, tmp_path: Path
 ) -> None:
-    # Long enough for a busy machine's replicas to answer and to start: only the stopped one is silent.
+    # Long enough for a busy machine's replicas to answer and to start: only the frozen one is silent.
     cluster = ClusterSettings(
         backend="ray", replicas=2, replica_cpus=0.25, call_timeout=10.0, restart_wait=3.0
     )
@@ -317,17 +317,34 @@ def test_a_replica_that_stops_answering_is_restarted_and_its_sessions_move(
         session = pooled.open(tmp_path / "silent")
         session.run("before")
         doomed = replica_of(pool, session.id)
-        os.kill(doomed.pid, signal.SIGSTOP)
         try:
-            moved = wait_until(lambda: pool.placement(session.id) not in (doomed.name, None), PATIENCE)
+            events = kill_when_tool_starts(
+                session, "work [[script:slow]]", lambda: os.kill(doomed.pid, signal.SIGSTOP)
+            )
         finally:
+            # Continued: if it outlived its replacement, its writes are refused (the session moved on).
             with contextlib.suppress(ProcessLookupError):
                 os.kill(doomed.pid, signal.SIGCONT)
-        assert moved, "the session never moved"
-        assert without_usage(session.run("after")) == ev.TurnCompleted(session.id, 2, "echo: after", 1)
+        assert pool.placement(session.id) not in (doomed.name, None)
+        assert without_usage(events[-1]) == ev.TurnCompleted(session.id, 2, "slept", 2)
+        assert len([e for e in events if isinstance(e, ev.TERMINAL_EVENTS)]) == 1
+        assert without_usage(session.run("after" + QUICK)) == ev.TurnCompleted(
+            session.id, 3, "echo: after", 1
+        )
         restarted = wait_until_up(pool, doomed.name, PATIENCE)
         assert restarted.incarnation != doomed.incarnation
         assert restarted.pid not in (doomed.pid, None)
+        with SessionStore.open(tmp_path / "store.db") as store:
+            ends = [e.turn for e in store.load_events(session.id) if e.type in TERMINAL_TYPES]
+            results = [
+                m.message.result
+                for m in store.load_messages(session.id)
+                if isinstance(m.message, ToolMessage)
+            ]
+            epoch = store.get_session(session.id).owner_epoch
+        assert ends == [1, 2, 3]  # each turn ended once
+        assert [(r.content, r.is_error) for r in results] == [(INTERRUPTED_CALL, True)]  # the owner's result
+        assert epoch >= 2
 
 
 # -- the same ways in --------------------------------------------------------------------------------------
