@@ -10,9 +10,14 @@ process, file descriptor) outlived the run; it prints the counts and any violati
 when there is one. The same seed chooses the same workload and the same faults; the order in which the
 sessions' requests interleave is up to the scheduler, so a replay injects the same mix, not necessarily
 at the same instants.
+
+With ``--kill-host-every S`` the run is of another kind (:mod:`._host_kills`): the host runs in a child
+process killed with SIGKILL at random moments and started again on the same store, and the checks add
+that no stored step was requested again and no side-effecting call ran twice.
 """
 
 from ._bound import TurnBound, turn_bound
+from ._host_kills import HostKillReport, host_kill_run, print_host_kill_report
 from ._invariants import event_log_violations, history_violations
 from ._report import ChaosReport, DeadLetterCount, print_report, replay_command
 from ._resources import Resources, leaks
@@ -21,12 +26,15 @@ from ._run import chaos_run, run
 __all__ = [
     "ChaosReport",
     "DeadLetterCount",
+    "HostKillReport",
     "Resources",
     "TurnBound",
     "chaos_run",
     "event_log_violations",
     "history_violations",
+    "host_kill_run",
     "leaks",
+    "print_host_kill_report",
     "print_report",
     "replay_command",
     "run",

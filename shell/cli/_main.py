@@ -106,6 +106,16 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="P",
         help="give every session a stdio MCP server, crash its actor and kill its process with probability P",
     )
+    chaos.add_argument(
+        "--kill-host-every",
+        type=float,
+        default=None,
+        metavar="S",
+        help="run the host in a child process, SIGKILL it about every S seconds and start it again",
+    )
+    chaos.add_argument(
+        "--host-kills", type=int, default=5, metavar="N", help="with --kill-host-every: kill it N times"
+    )
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -145,6 +155,8 @@ def _dispatch(options: argparse.Namespace) -> int:
     if command == "chaos":
         from .. import _chaos
 
+        if options.kill_host_every is not None:
+            return _host_kills(options)
         try:
             return _chaos.run(
                 seed=options.seed,
@@ -163,6 +175,30 @@ def _dispatch(options: argparse.Namespace) -> int:
     given = {"sessions": options.sessions, "profile": options.faults, "seed": options.seed}
     kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     return _demo.run(**kwargs)
+
+
+def _host_kills(options: argparse.Namespace) -> int:
+    import msgspec
+
+    from .._chaos import host_kill_run, print_host_kill_report
+
+    if options.actor_crash_rate or options.mcp_crash_rate or options.rate_limit is not None:
+        raise CliUsageError("--kill-host-every takes no --actor-crash-rate, --mcp-crash-rate or --rate-limit")
+    try:
+        report = host_kill_run(
+            seed=options.seed,
+            sessions=options.sessions,
+            turns=options.turns,
+            kill_every=options.kill_host_every,
+            kills=options.host_kills,
+        )
+    except ValueError as error:
+        raise CliUsageError(str(error)) from error
+    if options.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        print_host_kill_report(report)
+    return 0 if report.ok else 1
 
 
 def _fake_provider(options: argparse.Namespace) -> int:

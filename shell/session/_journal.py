@@ -25,7 +25,9 @@ def turn_journal(turn: int, messages: Iterable[Message], events: Iterable[Stored
     started: set[str] = set()
     resumes = 0
     traceparent: str | None = None
+    announced = False
     for stored in events:
+        announced |= stored.type == "TurnStarted"
         if stored.type == "TurnResumed":
             resumes += 1
             continue
@@ -36,4 +38,4 @@ def turn_journal(turn: int, messages: Iterable[Message], events: Iterable[Stored
                 traceparent = _begun.decode(stored.body).traceparent
         except msgspec.DecodeError:
             continue
-    return tm.TurnJournal(turn, tuple(messages), frozenset(started), resumes, traceparent)
+    return tm.TurnJournal(turn, tuple(messages), frozenset(started), resumes, traceparent, announced)

@@ -383,6 +383,8 @@ class TurnMachine:
             plan.interrupted,
         )
         actions: list[TurnAction] = [Emit(resumed)]
+        if plan.announce is not None:  # its process ended before it could store that the turn began
+            actions.insert(0, Emit(ev.TurnStarted(self.settings.session_id, self.number, plan.announce)))
         if plan.answer is not None:
             done = ev.TurnCompleted(self.settings.session_id, self.number, plan.answer, plan.steps_done)
             return self._finish(done, actions)

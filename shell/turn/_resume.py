@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sampler import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from sampler import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from tool_bridge.idempotency import Idempotency
 
 __all__ = ["INTERRUPTED_CALL", "EndInterrupted", "ResumePlan", "TurnJournal", "plan_resume"]
@@ -43,6 +43,9 @@ class TurnJournal:
     started_calls: frozenset[str] = frozenset()
     resumes: int = 0
     traceparent: str | None = None
+    announced: bool = True
+    """Whether the turn's ``TurnStarted`` event is stored (the process may have ended between storing
+    the prompt and storing that event)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +53,12 @@ class ResumePlan:
     """How a turn goes on: ``steps_done`` steps are stored; ``answer`` is the stored final answer when the
     turn had one (it completes at once); ``open_calls`` are the last step's calls without a result, in call
     order, of which ``rerun`` run again and the rest get :data:`INTERRUPTED_CALL`; ``started`` are the calls
-    already reported started; ``attempt`` counts this resume (1 for the first)."""
+    already reported started; ``attempt`` counts this resume (1 for the first); ``announce`` is the prompt
+    of a turn whose ``TurnStarted`` was never stored, to be stored first (None when it was)."""
 
     steps_done: int
     attempt: int
+    announce: str | None = None
     answer: str | None = None
     open_calls: tuple[ToolCall, ...] = ()
     rerun: frozenset[str] = frozenset()
@@ -90,14 +95,16 @@ def plan_resume(
         return EndInterrupted("nothing of the turn was stored, not even its prompt")
     answers = [(i, m) for i, m in enumerate(journal.messages) if isinstance(m, AssistantMessage)]
     attempt = journal.resumes + 1
+    prompt = next(m for m in journal.messages if isinstance(m, UserMessage))
+    announce = None if journal.announced else "".join(p.text for p in prompt.parts if isinstance(p, TextPart))
     if not answers:
-        return ResumePlan(0, attempt, traceparent=journal.traceparent)
+        return ResumePlan(0, attempt, announce, traceparent=journal.traceparent)
     index, last = answers[-1]
     if last.interrupted:
         return EndInterrupted("the turn was being cancelled: its answer was cut short")
     steps_done = len(answers)
     if not last.tool_calls:
-        return ResumePlan(steps_done, attempt, answer=last.text, traceparent=journal.traceparent)
+        return ResumePlan(steps_done, attempt, announce, answer=last.text, traceparent=journal.traceparent)
     answered = {m.result.call_id for m in journal.messages[index + 1 :] if isinstance(m, ToolMessage)}
     open_calls = tuple(call for call in last.tool_calls if call.id not in answered)
     rerun = frozenset(
@@ -106,6 +113,7 @@ def plan_resume(
     return ResumePlan(
         steps_done,
         attempt,
+        announce,
         open_calls=open_calls,
         rerun=rerun,
         started=journal.started_calls & {call.id for call in open_calls},

@@ -216,3 +216,15 @@ def test_an_outcome_of_another_batch_or_call_is_ignored(stale: str) -> None:
     assert (
         m.feed(ToolCallEnded(batch, ToolOutcome(call_id, "read_file", "x", False, ToolStatus.OK)), 2.0) == []
     )
+
+
+def test_a_turn_whose_start_was_never_stored_is_announced_before_it_goes_on() -> None:
+    journal = tm.TurnJournal(3, (PROMPT,), announced=False)
+    decided = tm.plan_resume(journal, enabled=True, max_resumes=2, idempotency_of=classes)
+    assert decided == tm.ResumePlan(0, 1, announce="do it")
+    actions = machine().feed(tm.Resume(decided), 0.0)
+    assert actions == [
+        tm.Emit(ev.TurnStarted("s", 3, "do it")),
+        tm.Emit(ev.TurnResumed("s", 3, 0, 1)),
+        tm.AskBuild(),
+    ]
