@@ -207,6 +207,13 @@ _BENCHMARKS = (
         figures_from_json,
     ),
     _Benchmark(
+        "journal",
+        "journal_bench.py",
+        ("--json",),
+        ("--json", "--sessions", "2", "--turns", "10", "--rounds", "2"),
+        figures_from_json,
+    ),
+    _Benchmark(
         "telemetry",
         "telemetry_bench.py",
         ("--json",),

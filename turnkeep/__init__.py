@@ -26,6 +26,7 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         SessionClosed
         SessionArchived            the session was archived by a rewind: resume it with archived=True
         TurnRunning                a rewind while the session has a turn running
+        StaleOwner                 another host took the session: this one may not write to it
         CompactionRejected (ValueError)
         ForkRejected (ValueError)  a fork's turn is below 0 or past the last converged turn
     ActorError                     a message could not be delivered or answered
@@ -167,6 +168,7 @@ from shell.store import (
     SessionClosed,
     SessionExists,
     SessionNotFound,
+    StaleOwner,
     StoreBusy,
     StoreClosed,
     StoreCorrupt,
@@ -294,6 +296,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "SessionClosed",
     "SessionExists",
     "SessionNotFound",
+    "StaleOwner",
     "StoreBusy",
     "StoreClosed",
     "StoreCorrupt",

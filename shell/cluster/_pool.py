@@ -532,6 +532,9 @@ class HostPool:
                         self._lock.wait(remaining)
                         target = self._choose(placed.id)
                     placed.slot = target
+                    # Events the session publishes as it starts there (a resumed turn's) come from the
+                    # target's incarnation before its answer does: they are the session's from now on.
+                    placed.incarnation = target.incarnation
                     placed.generation += 1
                 request: wire.Request = (
                     wire.ResumeSession(placed.id) if fresh is None else wire.OpenSession(placed.id, fresh)
