@@ -127,6 +127,11 @@ class GetTurnJournal(msgspec.Struct, frozen=True, tag=True):
     turn: int
 
 
+class GetQueuedPrompts(msgspec.Struct, frozen=True, tag=True):
+    """Ask for the prompts acknowledged and stored as waiting, not begun yet: ``(turn, UserPrompt)``
+    pairs in the order they were acknowledged."""
+
+
 class GetStatus(msgspec.Struct, frozen=True, tag=True):
     """Ask for the session's stored record (turn counter, interrupted turn)."""
 

@@ -11,6 +11,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from sampler import ImagePart
+
 from .usage import TurnUsage
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "DoomLoopWarning",
     "McpServerStatus",
     "ProjectionFallback",
+    "PromptQueued",
     "Queued",
     "Retrying",
     "SessionEvent",
@@ -46,6 +49,17 @@ class TurnStarted(msgspec.Struct, frozen=True, tag=True, omit_defaults=True):
     traceparent: str | None = None
     """The W3C trace context of the turn's span when telemetry traced it (else None, and left out of the
     JSON): stored with the turn, so a host that finds the turn interrupted continues its trace."""
+
+
+class PromptQueued(msgspec.Struct, frozen=True, tag=True):
+    """A prompt was acknowledged as turn ``turn`` but waits (a turn runs before it, or the host's turn
+    limit is reached): it is stored, so that a host taking the session up after the process ended runs it
+    in its turn. A prompt that starts its turn at once has none (its ``TurnStarted`` is stored instead)."""
+
+    session: str
+    turn: int
+    text: str
+    images: tuple[ImagePart, ...] = ()
 
 
 class TurnResumed(msgspec.Struct, frozen=True, tag=True):
@@ -226,6 +240,7 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
 
 SessionEvent: TypeAlias = (
     TurnStarted
+    | PromptQueued
     | TurnResumed
     | TextDelta
     | McpServerStatus

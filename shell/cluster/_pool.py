@@ -14,7 +14,7 @@ import time
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -580,11 +580,12 @@ class HostPool:
             self._deliver(placed, outcome)
         with self._lock:
             waiting = sorted(placed.pending.items())
-        if settled.running:
-            waiting = [(number, prompt) for number, prompt in waiting if number != settled.current_turn]
-        first = settled.current_turn + 1
+        # Turns that run there, or wait there stored, report their own ends.
+        awaited = {*settled.queued, *([settled.current_turn] if settled.running else [])}
+        waiting = [(number, prompt) for number, prompt in waiting if number not in awaited]
+        first = max([settled.current_turn, *settled.queued]) + 1
         if [number for number, _ in waiting] != list(range(first, first + len(waiting))):
-            self._end_pending(placed, "interrupted", keep=settled.current_turn if settled.running else None)
+            self._end_pending(placed, "interrupted", keep=awaited)
             return
         for number, prompt in waiting:
             request = wire.Deliver(placed.id, prompt)
@@ -597,10 +598,11 @@ class HostPool:
                 )
                 self._deliver(placed, ev.TurnCancelled(placed.id, number, "interrupted"))
 
-    def _end_pending(self, placed: _Placed, reason: str, *, keep: int | None = None) -> None:
-        """End every acknowledged turn without an end (but ``keep``, which ends on its own) ``reason``."""
+    def _end_pending(self, placed: _Placed, reason: str, *, keep: Collection[int] = ()) -> None:
+        """End every acknowledged turn without an end (but those of ``keep``, which end on their own)
+        ``reason``."""
         with self._lock:
-            numbers = sorted(number for number in placed.pending if number != keep)
+            numbers = sorted(number for number in placed.pending if number not in keep)
         for number in numbers:
             self._deliver(placed, ev.TurnCancelled(placed.id, number, reason))
 

@@ -160,7 +160,8 @@ class ReplicaCore:
                 outcomes[stored.turn] = _terminal_decoder.decode(stored.body)
         current = record.current_turn
         running = record.status == "in_turn" and current not in outcomes
-        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current, running)
+        queued = sorted({stored.turn for stored in store.load_queued_prompts(session_id)})
+        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current, running, queued)
 
 
 def _start_host(settings: Settings) -> AgentHost:

@@ -183,6 +183,9 @@ class Settled(msgspec.Struct, frozen=True):
     running: bool = False
     """Whether ``current_turn`` runs (resumed from its stored steps) and has no stored end yet: its end
     comes with the session's events."""
+    queued: list[int] = msgspec.field(default_factory=list)
+    """The turns whose prompts are stored as waiting: the session runs them, and their ends come with its
+    events."""
 
 
 _encoder = msgspec.msgpack.Encoder()

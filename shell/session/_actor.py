@@ -20,6 +20,7 @@ from .._protocol import (
     Append,
     Calibrate,
     EndTurn,
+    GetQueuedPrompts,
     GetStatus,
     GetTurnJournal,
     LogEvent,
@@ -153,6 +154,10 @@ class SessionActor(Actor):
                     "session %s: turn %d ends interrupted: %s", rt.options.session_id, number, decision.why
                 )
                 self._end_interrupted(number)
+        restored = self._history.ask(GetQueuedPrompts())
+        if restored:  # acknowledged by a process that ended before their turns began
+            logger.info("session %s: %d waiting prompts are taken up", rt.options.session_id, len(restored))
+            rt.prompts.extendleft(prompt for _, prompt in reversed(restored))
         rt.next_turn = record.current_turn + 1
 
     def _end_interrupted(self, number: int) -> None:
@@ -220,7 +225,22 @@ class SessionActor(Actor):
         rt.prompts.append(message)
         if rt.turn is None and not rt.passivating:
             self._start_next()
+        if any(waiting is message for waiting in rt.prompts):
+            self._store_waiting(number, message)
         return number
+
+    def _store_waiting(self, number: int, prompt: UserPrompt) -> None:
+        """Store ``prompt``, acknowledged as turn ``number`` but waiting, so that it outlives the process;
+        when it cannot be stored it is refused (raises :class:`Refuse`), not acknowledged."""
+        event = ev.PromptQueued(self._opts.session_id, number, prompt.text, prompt.images)
+        try:
+            if self._history.kept:
+                raise HistoryError("store", "earlier writes wait to be recorded")
+            self._history.ask(LogEvent(number, event))
+        except HistoryError as exc:
+            self._rt.prompts = deque(waiting for waiting in self._rt.prompts if waiting is not prompt)
+            raise Refuse(exc) from exc
+        self._publish(event)
 
     @handles(Passivate)
     def _on_passivate(self, message: Passivate) -> bool:

@@ -23,6 +23,7 @@ from .._protocol import (
     EndTurn,
     FinishTurn,
     GetHistory,
+    GetQueuedPrompts,
     GetStatus,
     GetTurnJournal,
     LearnWindow,
@@ -38,8 +39,9 @@ from ..compaction import (
     stub_tool_outputs,
     summary_message,
 )
+from ..messages import UserPrompt
 from ..store import SessionRecord, SessionStore, StoreError
-from ._journal import turn_journal
+from ._journal import queued_prompts, turn_journal
 from ._repair import plan_repair
 from ._tokens import TokenEstimator, effective_window
 
@@ -155,6 +157,10 @@ class ChatStateActor(Actor):
     def _journal(self, message: GetTurnJournal) -> tm.TurnJournal:
         events = self._write(lambda: self._store.load_turn_events(self._options.session_id, message.turn))
         return turn_journal(message.turn, (m for _, t, m in self._entries if t == message.turn), events)
+
+    @handles(GetQueuedPrompts)
+    def _queued(self, _: GetQueuedPrompts) -> tuple[tuple[int, UserPrompt], ...]:
+        return queued_prompts(self._write(lambda: self._store.load_queued_prompts(self._options.session_id)))
 
     @handles(BuildRequest)
     def _build(self, message: BuildRequest) -> BuiltRequest:

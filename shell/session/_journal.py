@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import msgspec
@@ -10,12 +11,32 @@ from sampler import Message
 
 from .. import events as ev
 from .. import turn as tm
+from ..messages import UserPrompt
 from ..store import StoredEvent
 
-__all__ = ["turn_journal"]
+__all__ = ["queued_prompts", "turn_journal"]
+
+logger = logging.getLogger("turnkeep.shell")
 
 _started = msgspec.json.Decoder(ev.ToolCallStarted)
 _begun = msgspec.json.Decoder(ev.TurnStarted)
+_queued = msgspec.json.Decoder(ev.PromptQueued)
+
+
+def queued_prompts(events: Iterable[StoredEvent]) -> tuple[tuple[int, UserPrompt], ...]:
+    """The waiting prompts the stored ``PromptQueued`` events hold, by turn, each once. One that cannot
+    be decoded is left out, with a warning: it cannot be run."""
+    found: dict[int, UserPrompt] = {}
+    for stored in events:
+        try:
+            queued = _queued.decode(stored.body)
+        except msgspec.DecodeError as exc:
+            logger.warning(
+                "the waiting prompt of turn %d cannot be read, and is not run: %s", stored.turn, exc
+            )
+            continue
+        found.setdefault(queued.turn, UserPrompt(queued.text, queued.images))
+    return tuple(sorted(found.items()))
 
 
 def turn_journal(turn: int, messages: Iterable[Message], events: Iterable[StoredEvent]) -> tm.TurnJournal:

@@ -641,6 +641,18 @@ class SessionStore:
             )
         return [self._decode_event(session_id, row) for row in rows]
 
+    def load_queued_prompts(self, session_id: str) -> list[StoredEvent]:
+        """The ``PromptQueued`` events of the turns not begun yet (after the session's current turn), in
+        seq order: the prompts acknowledged that still wait for their turn."""
+        with self._backend.read() as db:
+            current = int(self._session_row(db, session_id)[6])
+            rows = db.query(
+                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND turn > ?"
+                " AND type = 'PromptQueued' ORDER BY seq",
+                (session_id, current),
+            )
+        return [self._decode_event(session_id, row) for row in rows]
+
     def load_turn_events(self, session_id: str, turn: int) -> list[StoredEvent]:
         """The events of the session's turn ``turn``, in seq order."""
         with self._backend.read() as db:

@@ -17,64 +17,71 @@ HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 TERMINAL = {"turn_completed", "turn_failed", "turn_cancelled"}
 
 
-def test_after_kill_9_the_turn_is_resumed_and_a_reader_gets_every_stored_event_and_one_end(tmp_path):
+def test_after_kill_9_the_turn_is_resumed_the_waiting_prompt_runs_and_a_reader_gets_every_stored_event(
+    tmp_path,
+):
     steps = [ToolStep([("shell", {"command": "sleep 1; echo 0"})])]
     steps += [ToolStep([("shell", {"command": f"echo {n}"})]) for n in range(1, 4)]
     script = Script.task([*steps, FinalAnswer("finished after the resume")])
-    with FakeProvider(Script.echo(), scripts={"slow": script}) as provider:
+    with FakeProvider(Script.echo(), scripts={"slow": script, "echo": Script.echo()}) as provider:
         first = ServeProcess(provider, tmp_path, token=TOKEN)
-        received: list[tuple[str, str]] = []
+        received: list[tuple[str, str, int]] = []
         try:
             with httpx.Client(base_url=first.url, headers=HEADERS, timeout=15) as client:
                 client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
-                assert client.post("/v1/sessions/s1/prompts", json={"text": "[[script:slow]] go"}).json() == {
-                    "turn": 1
+                prompts = "/v1/sessions/s1/prompts"
+                assert client.post(prompts, json={"text": "[[script:slow]] go"}).json() == {"turn": 1}
+                # Acknowledged behind the running turn: stored as waiting, so the kill cannot lose it.
+                assert client.post(prompts, json={"text": "[[script:echo]] queued behind"}).json() == {
+                    "turn": 2
                 }
-                for event, last_id, _ in sse_events(client, "/v1/sessions/s1/events", params={"after": 0}):
+                for event, last_id, data in sse_events(client, "/v1/sessions/s1/events", params={"after": 0}):
                     if event != "text_delta":
-                        received.append((last_id, event))
+                        received.append((last_id, event, data["turn"]))
                     if event == "tool_call_started":
                         break
         finally:
             first.kill()  # mid-turn: the tool is still sleeping
-        assert received[-1][1] == "tool_call_started"
+        assert received[-1][1] == "tool_call_started" and ("prompt_queued", 2) in [
+            (e, t) for _, e, t in received
+        ]
         killed_at = len(received)
 
         second = ServeProcess(provider, tmp_path, token=TOKEN)
         try:
             with httpx.Client(base_url=second.url, headers=HEADERS, timeout=15) as client:
                 headers = {"Last-Event-ID": received[-1][0]}
+                ends: dict[int, dict[str, object]] = {}
                 for event, last_id, data in sse_events(client, "/v1/sessions/s1/events", headers=headers):
                     if event == "text_delta":
                         continue
-                    received.append((last_id, event))
+                    received.append((last_id, event, data["turn"]))
                     if event == "turn_resumed":
                         # The shell call is side-effecting: it is not run again, and the model is told so.
                         assert (data["steps_done"], data["attempt"], len(data["interrupted"])) == (1, 1, 1)
                     if event in TERMINAL:
-                        assert (event, data["turn"], data["text"]) == (
-                            "turn_completed",
-                            1,
-                            "finished after the resume",
-                        )
-                        break
+                        ends[data["turn"]] = data
+                        if len(ends) == 2:
+                            break
+                assert (ends[1]["type"], ends[1]["text"]) == ("turn_completed", "finished after the resume")
+                assert ends[2]["type"] == "turn_completed", ends[2]["message"]
+                assert ends[2]["text"] == "echo: queued behind"
                 assert client.post("/v1/sessions/s1/prompts", json={"text": "still here?"}).json() == {
-                    "turn": 2
+                    "turn": 3
                 }
                 for event, _, data in sse_events(client, "/v1/sessions/s1/events", headers=headers):
-                    if event in TERMINAL and data["turn"] == 2:
+                    if event in TERMINAL and data["turn"] == 3:
                         assert event == "turn_completed"
                         break
         finally:
             assert second.stop() == 0
         with SessionStore.open(tmp_path / "store.db") as store:
-            log = [(str(e.seq), e.type) for e in store.load_events("s1") if e.turn == 1]
-        assert [i for i, _ in received] == [i for i, _ in log]  # no gap, no duplicate, in order
-        after = [event for _, event in received[killed_at:]]
+            log = [(str(e.seq), e.type) for e in store.load_events("s1") if e.turn in (1, 2)]
+        assert [i for i, _, _ in received] == [i for i, _ in log]  # no gap, no duplicate, in order
+        after = [event for _, event, turn in received[killed_at:] if turn == 1]
         assert after[0] == "turn_resumed" and after.count("turn_completed") == 1
-        assert [event for _, event in received if event in TERMINAL] == [
-            "turn_completed"
-        ]  # one turn, one end
+        for turn in (1, 2):  # one turn, one end
+            assert [e for _, e, t in received if t == turn and e in TERMINAL] == ["turn_completed"]
 
 
 def test_a_generated_token_is_printed_once_and_guards_the_api(tmp_path):
