@@ -210,6 +210,14 @@ def _describe(event: Any, *, streamed: bool) -> str | None:
         return f"tool {event.tool} {outcome}{preview}"
     if isinstance(event, ev.DoomLoopWarning):
         return f"the model repeats itself: {event.reason}"
+    if isinstance(event, ev.TurnResumed):
+        again = f"; {len(event.rerun)} tool calls run again" if event.rerun else ""
+        unsure = (
+            f"; {len(event.interrupted)} interrupted (may have taken effect)" if event.interrupted else ""
+        )
+        return f"resumed after step {event.steps_done} (its host had stopped){again}{unsure}"
+    if isinstance(event, ev.PromptQueued):
+        return f"prompt waits as turn {event.turn}"
     if isinstance(event, ToolAbandoned):
         return f"tool {event.tool} left to finish in the background: {event.reason}"
     return None

@@ -411,6 +411,8 @@ function handle(frame) {
       notice(turn, "compaction", e.ok ? `${count(e.tokens_before)} → ${count(e.tokens_after)} tokens, ${plural(e.replaced, "message")} summarised` : `did not help: ${e.message}`, "compaction");
       break;
     case "doom_loop_warning": notice(turn, "repeating", `the model repeats itself (${words(e.reason)}); it was told to change approach`); break;
+    case "turn_resumed": notice(turn, "resumed", `its host had stopped; it goes on after step ${e.steps_done}` + (e.rerun.length ? `, ${e.rerun.length} tool calls run again` : "") + (e.interrupted.length ? `, ${e.interrupted.length} interrupted (they may have taken effect)` : ""), "resumed"); break;
+    case "prompt_queued": add(turn, el("div", { class: "event prompt" }, el("span", { class: "kind" }, "waiting"), el("div", { class: "text" }, e.text))); break;
     case "gap": notice(lastTurn(), "gap", `${count(e.dropped_bytes)} bytes of streamed text were not shown; the stored text follows`); break;
     case "turn_completed": case "turn_failed": case "turn_cancelled": turnEnd(frame.event, e); break;
     default: notice(turn ?? lastTurn(), words(frame.event), otherWords(e));

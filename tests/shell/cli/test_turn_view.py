@@ -44,3 +44,12 @@ def test_each_end_of_a_turn_says_how_it_ended_and_what_it_used() -> None:
     assert err == "[the turn failed (doom_loop): stopped]\n[usage: 120 in, 7 out, cost 0.0125]\n"
     _, err = shown(ev.TurnCancelled("s", 3, "user_cancelled"))
     assert err == "[the turn was cancelled (user_cancelled)]\n[usage: 0 in, 0 out]\n"
+
+
+def test_a_resumed_turn_and_a_waiting_prompt_are_said_so() -> None:
+    resumed = ev.TurnResumed("s", 1, 2, 1, ("c1",), ("c2", "c3"))
+    _, err = shown(resumed, ev.TurnResumed("s", 1, 0, 2), ev.PromptQueued("s", 2, "next"))
+    assert err == (
+        "[resumed after step 2 (its host had stopped); 1 tool calls run again; 2 interrupted (may have taken"
+        " effect)]\n[resumed after step 0 (its host had stopped)]\n[prompt waits as turn 2]\n"
+    )
