@@ -632,35 +632,28 @@ class SessionStore:
 
     def load_events(self, session_id: str, *, since: int = 0) -> list[StoredEvent]:
         """The session's events with a seq greater than ``since``, in seq order."""
-        with self._backend.read() as db:
-            self._session_row(db, session_id)
-            rows = db.query(
-                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND seq > ?"
-                " ORDER BY seq",
-                (session_id, since),
-            )
-        return [self._decode_event(session_id, row) for row in rows]
+        return self._events(session_id, "seq > ?", lambda _: since)
 
     def load_queued_prompts(self, session_id: str) -> list[StoredEvent]:
         """The ``PromptQueued`` events of the turns not begun yet (after the session's current turn), in
         seq order: the prompts acknowledged that still wait for their turn."""
-        with self._backend.read() as db:
-            current = int(self._session_row(db, session_id)[6])
-            rows = db.query(
-                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND turn > ?"
-                " AND type = 'PromptQueued' ORDER BY seq",
-                (session_id, current),
-            )
-        return [self._decode_event(session_id, row) for row in rows]
+        return self._events(session_id, "turn > ? AND type = 'PromptQueued'", lambda row: int(row[6]))
 
     def load_turn_events(self, session_id: str, turn: int) -> list[StoredEvent]:
         """The events of the session's turn ``turn``, in seq order."""
+        return self._events(session_id, "turn = ?", lambda _: turn)
+
+    def _events(
+        self, session_id: str, condition: str, value: Callable[[tuple[Any, ...]], Any]
+    ) -> list[StoredEvent]:
+        """The session's events that meet ``condition`` (one placeholder, filled with ``value`` of the
+        session's row, read in the same transaction), in seq order."""
         with self._backend.read() as db:
-            self._session_row(db, session_id)
+            row = self._session_row(db, session_id)
             rows = db.query(
-                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND turn = ?"
-                " ORDER BY seq",
-                (session_id, turn),
+                "SELECT seq, turn, type, body, created_at FROM events WHERE session_id = ? AND"
+                f" {condition} ORDER BY seq",
+                (session_id, value(row)),
             )
         return [self._decode_event(session_id, row) for row in rows]
 
