@@ -1,5 +1,6 @@
 """Model check of the turn machine: whatever it is told, in any order, duplicated or stale, a turn ends
-exactly once, says nothing after its end, stays within its step limit, and ends when the world answers."""
+exactly once, says nothing after its end, stays within its step limit, and ends when the world answers;
+begun afresh or resumed from a stored journal with calls left open."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from shell._protocol import BuiltRequest, CompactionTask
 from shell.bridge import RecoveryBridge
 from shell.doom_loop import DoomLoopDetector
 from shell.messages import UserPrompt
-from tool_bridge.messages import ToolCallBegan, ToolsFinished
+from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolsFinished
 from tool_bridge.results import ToolOutcome, ToolStatus
 
 MAX_STEPS = 4
@@ -54,6 +55,32 @@ tool_calls = st.lists(
     max_size=2,
     unique_by=lambda call: call.id,
 )
+
+
+OPEN_CALLS = (
+    ToolCall("c1", "read_file", '{"path": "a"}'),
+    ToolCall("c2", "shell", "{}"),
+    ToolCall("c3", "write_file", "{}"),
+)
+
+
+@st.composite
+def resume_plans(draw: st.DrawFn) -> tm.ResumePlan:
+    """What a turn found running after its process ended may be told to do: go on after some stored
+    steps, complete with a stored answer, or finish its last step's open calls first."""
+    steps = draw(st.integers(min_value=0, max_value=MAX_STEPS))
+    kind = draw(st.sampled_from(["next step", "answer", "open calls"]))
+    if kind == "answer":
+        return tm.ResumePlan(max(steps, 1), 1, answer="stored")
+    if kind == "next step" or steps == 0:
+        return tm.ResumePlan(steps, 1)
+    calls = draw(st.lists(st.sampled_from(OPEN_CALLS), min_size=1, max_size=3, unique_by=lambda c: c.id))
+    ids = [call.id for call in calls]
+    rerun = draw(st.sets(st.sampled_from(ids)))
+    started = draw(st.sets(st.sampled_from(ids)))
+    return tm.ResumePlan(
+        steps, 1, open_calls=tuple(calls), rerun=frozenset(rerun), started=frozenset(started)
+    )
 
 
 def built(tokens: int) -> tm.RequestBuilt:
@@ -102,6 +129,9 @@ class TurnModel(RuleBasedStateMachine):
         was_ended = self.machine.ended
         actions = self.machine.feed(message, self.now)
         self.fed.append(message)
+        if isinstance(message, tm.Resume) and message.plan.answer is not None:
+            # A stored final answer completes the turn: no request, no build.
+            assert not any(isinstance(a, tm.SendSample | tm.AskBuild) for a in actions), actions
         if was_ended:
             assert actions == [], f"the turn spoke after its end: {actions}"
         if isinstance(message, (Completed, Failed, Cancelled)) and message.request_id == self.open_request:
@@ -118,9 +148,15 @@ class TurnModel(RuleBasedStateMachine):
             self.asked = actions[-1]
         return actions
 
-    @initialize()
-    def begin(self) -> None:
-        self.feed(tm.Begin(UserPrompt("do it")))
+    @initialize(resumed=st.none() | resume_plans())
+    def begin(self, resumed: tm.ResumePlan | None) -> None:
+        if resumed is None:
+            self.feed(tm.Begin(UserPrompt("do it")))
+            return
+        # The stored history holds the last step's calls, some reported started before the process ended.
+        self.open_calls = {call.id for call in resumed.open_calls}
+        self.started = set(resumed.started)
+        self.feed(tm.Resume(resumed))
 
     # -- the world, answering or not ------------------------------------------------------------------
 
@@ -181,6 +217,16 @@ class TurnModel(RuleBasedStateMachine):
     @rule()
     def tool_begins(self) -> None:
         self.feed(ToolCallBegan(self.machine.batch_id, "c1", "shell"))
+
+    @rule(
+        which=st.sampled_from(["current", "stale"]),
+        call_id=st.sampled_from(["c1", "c2", "c3"]),
+        status=st.sampled_from(list(ToolStatus)),
+    )
+    def a_call_ends(self, which: str, call_id: str, status: ToolStatus) -> None:
+        batch = self.machine.batch_id if which == "current" else "old-batch"
+        outcome = ToolOutcome(call_id, "shell", "out", status is not ToolStatus.OK, status)
+        self.feed(ToolCallEnded(batch, outcome))
 
     @rule(reason=st.sampled_from(["user_cancelled", "aborted"]))
     def user_cancels(self, reason: str) -> None:
