@@ -23,6 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sampler import AssistantMessage, Message, ToolMessage, UserMessage
 from sampler.fake import Conversation, FakeProvider, FaultPlan, FinalAnswer, Script, Step, ToolStep
 from shell import Host, load_settings
@@ -184,6 +186,11 @@ def kill_runs(
     return cut
 
 
+RUN_BOUND = 120 + 10 * RUNS
+"""Seconds the runs may take in all: each is a process start, a turn and a host's start (1-2 s here)."""
+
+
+@pytest.mark.timeout(RUN_BOUND)
 def test_a_turn_killed_at_random_moments_is_finished_once_by_the_next_host(tmp_path: Path) -> None:
     steps = SixSteps()
     with FakeProvider(steps.script, strict_history=True, faults=STALLS) as provider:
@@ -191,6 +198,7 @@ def test_a_turn_killed_at_random_moments_is_finished_once_by_the_next_host(tmp_p
     assert cut >= RUNS // 3, f"only {cut} of {RUNS} kills landed mid-turn: the test did not test resuming"
 
 
+@pytest.mark.timeout(RUN_BOUND)
 def test_a_turn_killed_at_random_moments_is_finished_once_on_postgresql(
     tmp_path: Path, postgres_store_url: str
 ) -> None:
