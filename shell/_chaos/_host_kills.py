@@ -112,11 +112,11 @@ def host_kill_run(
         if failure:
             violations.append(failure)
         resumed, interrupted = _check(store, workspaces, sessions, turns, violations)
-    extra = sum(count - 1 for count in requests.counts.values() if count > 1)
-    per_session = collections.Counter(
-        key[0] for key, count in requests.counts.items() for _ in range(count - 1)
-    )
-    for session_id, count in sorted(per_session.items()):
+    again: collections.Counter[str] = collections.Counter()
+    for (session_id, _, _), count in requests.counts.items():
+        again[session_id] += count - 1
+    extra = sum(again.values())
+    for session_id, count in sorted(again.items()):
         if count > killed:
             violations.append(f"{session_id}: {count} requests were sent again, with only {killed} kills")
     return HostKillReport(
