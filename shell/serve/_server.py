@@ -60,8 +60,9 @@ class RunningServer:
         return True
 
     def resume_interrupted(self) -> list[str]:
-        """Resume every session the store says was mid-turn (the process ended during it): each records
-        its turn as ``interrupted``, so that readers see the turn end. Returns their ids; blocking."""
+        """Resume every session the store says was mid-turn (the process ended during it): each goes on
+        with its turn (or ends it ``interrupted`` when it may not be resumed), so that readers see the turn
+        end. Returns their ids; blocking."""
         resumed = []
         for record in self.context.host.list_sessions():
             if record.status == "in_turn":

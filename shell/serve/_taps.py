@@ -42,8 +42,8 @@ class Taps:
             self._tapped.add(session_id)
         subscriber = functools.partial(self._heard, session_id)
         try:
-            self._host.resume(session_id)
-            self._host.subscribe(session_id, subscriber)
+            # Subscribed before the session starts: a turn it resumes is heard from its first event.
+            self._host.resume(session_id, subscribers=[subscriber])
             with self._lock:
                 self._subscribers[session_id] = subscriber
         except BaseException:
