@@ -240,9 +240,9 @@ class AgentHost:
             if started:
                 for subscriber in subscribers:
                     self.subscribe(session_id, subscriber)
-        if record.status == "in_turn":
-            # Its process ended mid-turn: started now, the session goes on with that turn (or ends it
-            # as interrupted, when it may not be resumed).
+        if record.status == "in_turn" or self.store.load_queued_prompts(session_id):
+            # Its process ended mid-turn, or with prompts waiting: started now, the session goes on with
+            # that turn (or ends it as interrupted, when it may not be resumed) and runs them.
             self._start_subtree(session)
         return address
 

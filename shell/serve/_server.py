@@ -60,12 +60,14 @@ class RunningServer:
         return True
 
     def resume_interrupted(self) -> list[str]:
-        """Resume every session the store says was mid-turn (the process ended during it): each goes on
-        with its turn (or ends it ``interrupted`` when it may not be resumed), so that readers see the turn
-        end. Returns their ids; blocking."""
+        """Resume every session the store says was mid-turn or has prompts waiting (the process ended
+        meanwhile): each goes on with its turn (or ends it ``interrupted`` when it may not be resumed) and
+        runs its waiting prompts, so that readers see those turns end. Returns their ids; blocking."""
         resumed = []
-        for record in self.context.host.list_sessions():
-            if record.status == "in_turn":
+        host = self.context.host
+        for record in host.list_sessions():
+            waiting = record.status == "idle" and bool(host.store.load_queued_prompts(record.id))
+            if record.status == "in_turn" or waiting:
                 try:
                     self.context.taps.ensure(record.id)
                 except Exception:

@@ -96,3 +96,16 @@ def test_a_prompt_that_cannot_be_stored_as_waiting_is_refused(tmp_path: Path) ->
             1: ev.TurnCompleted,
             2: ev.TurnCompleted,
         }
+
+
+def test_resuming_a_session_whose_prompts_waited_for_a_turn_slot_runs_them(tmp_path: Path) -> None:
+    store_path = tmp_path / "s.db"
+    with open_store(store_path) as store:  # turn 1 ended; turn 2 waited for a free turn slot when killed
+        store.create_session("s", workspace=str(tmp_path / "ws"), model="m")
+        store.start_turn("s", 1, UserMessage.of_text("one"))
+        store.finish_turn("s", 1, ev.TurnCompleted("s", 1, "echo: one", 1))
+        store.append_event("s", 2, ev.PromptQueued("s", 2, "two"))
+    with FakeProvider(Script.echo()) as provider, AgentHost(settings(provider, store_path)) as host:
+        events: queue.Queue[Any] = queue.Queue()
+        host.resume("s", subscribers=[events])  # no prompt is sent: the waiting one runs
+        assert ends(events, 1)[2].text == "echo: two"
