@@ -562,8 +562,11 @@ class AgentHost:
             return
 
         def stop() -> None:
-            self._address(session_id).set_activator(None)
-            self._stop_subtree(session)
+            try:
+                self._address(session_id).set_activator(None)
+                self._stop_subtree(session)
+            except Exception:  # the host is shutting down too: its own stop ends the subtree
+                logger.warning("session %s: its stale copy could not be stopped", session_id, exc_info=True)
 
         if wait:
             stop()
