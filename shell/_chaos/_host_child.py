@@ -2,7 +2,8 @@
 
 ``python -m shell._chaos._host_child STORE BASE_URL WORKSPACES SESSIONS TURNS`` opens (or resumes) the
 sessions ``chaos-0`` … on the store and prompts each, one turn at a time, until each has ``TURNS`` ended
-turns; a turn it finds running was begun by a host killed before, and the session finishes it first. It
+turns; a turn it finds running, or a prompt it finds stored as waiting, was acknowledged by a host killed
+before: the session finishes it first, and it is not sent again. It
 learns where each session is from the store alone, so it can be killed at any moment and started again.
 Exit status 0 once every session has all its turns ended.
 """
@@ -45,9 +46,13 @@ def _drive(host: AgentHost, session_id: str, workspaces: Path, turns: int, failu
             address = host.open(workspaces / session_id, session_id=session_id)
             host.subscribe(session_id, events)
         while True:
+            # The waiting prompts first: one that begins between the two reads shows in the record.
+            waiting = [stored.turn for stored in host.store.load_queued_prompts(session_id)]
             record = host.store.get_session(session_id)
             if record.status == "in_turn":  # begun by a host killed before: it ends on its own here
                 end = _end_of(events, record.current_turn)
+            elif waiting:  # acknowledged by a host killed before, and stored: it runs here, not sent again
+                end = _end_of(events, min(waiting))
             elif record.current_turn >= turns:
                 return
             else:
