@@ -5,6 +5,7 @@ sessions ``chaos-0`` … on the store and prompts each, one turn at a time, unti
 turns; a turn it finds running, or a prompt it finds stored as waiting, was acknowledged by a host killed
 before: the session finishes it first, and it is not sent again. It
 learns where each session is from the store alone, so it can be killed at any moment and started again.
+It prints ``up`` on stdout once its host has started (the moment the killer's clock starts from).
 Exit status 0 once every session has all its turns ended.
 """
 
@@ -26,6 +27,8 @@ from ._host_names import prompt_text, session_name
 __all__ = ["main"]
 
 _TURN_TIMEOUT = 120.0
+UP = "up"
+"""The line printed once the host has started."""
 
 
 def _end_of(events: queue.Queue[Any], number: int) -> Any:
@@ -78,6 +81,7 @@ def main(argv: list[str]) -> int:
     }
     failures: list[str] = []
     with AgentHost(load_settings(environ=environ)) as host:
+        print(UP, flush=True)
         drivers = [
             threading.Thread(
                 target=_drive,

@@ -3,8 +3,8 @@
 The host runs in a child process (:mod:`._host_child`) on a SQLite store, its sessions prompting turns of
 three tool steps each: a read-only call (``read_file``), an idempotent one (``write_file``) and a
 side-effecting one (``shell``, appending one line per run of the call to ``runs.log``), then an answer.
-At a moment drawn from ``S * [0.5, 1.5)`` seconds the child is killed with SIGKILL and started again on
-the same store; after ``kills`` kills it runs to the end. Then every session is checked: each turn
+At a moment drawn from ``S * [0.5, 1.5)`` seconds after its host has started, the child is killed with
+SIGKILL and started again on the same store (a child that ends its work first is not killed); after ``kills`` kills it runs to the end. Then every session is checked: each turn
 started once and ended once, each prompt stored once in its turn, every tool call with exactly one result;
 no side-effecting call ran twice; and no stored step was requested again (a session's requests exceed its
 steps by at most the number of kills, each of which can cut off one request in flight per session).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import random
+import select
 import subprocess
 import sys
 import tempfile
@@ -139,9 +140,11 @@ def _run_with_kills(args: list[str], rng: random.Random, kill_every: float, kill
     command = [sys.executable, "-m", "shell._chaos._host_child", *args]
     killed = 0
     while True:
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             if killed < kills:
+                if not _came_up(child):
+                    return killed, f"the host did not start within {_CHILD_DEADLINE:g} s"
                 try:
                     child.wait(timeout=kill_every * rng.uniform(0.5, 1.5))
                 except subprocess.TimeoutExpired:
@@ -159,6 +162,15 @@ def _run_with_kills(args: list[str], rng: random.Random, kill_every: float, kill
             if child.poll() is None:
                 child.kill()
                 child.wait()
+
+
+def _came_up(child: subprocess.Popen[str]) -> bool:
+    """Whether the child said its host is up (or ended) within :data:`_CHILD_DEADLINE`."""
+    assert child.stdout is not None
+    ready, _, _ = select.select([child.stdout], [], [], _CHILD_DEADLINE)
+    if ready:
+        child.stdout.readline()  # "up", or "" when it ended
+    return bool(ready)
 
 
 def _check(

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_host_killed_mid_turns_and_started_again_converges_every_turn_once() -> None:
-    report = host_kill_run(seed=3, sessions=6, turns=3, kill_every=1.0, kills=2)
+    report = host_kill_run(seed=3, sessions=6, turns=6, kill_every=0.5, kills=2)
     assert report.violations == []
     assert report.kills == 2
     out = io.StringIO()
@@ -37,13 +37,13 @@ def test_the_command_line_runs_it_and_reports_json() -> None:
             "shell.cli",
             "chaos",
             "--kill-host-every",
-            "1",
+            "0.2",
             "--host-kills",
             "1",
             "--sessions",
             "2",
             "--turns",
-            "2",
+            "10",
             "--json",
         ],
         cwd=REPO,
@@ -53,7 +53,7 @@ def test_the_command_line_runs_it_and_reports_json() -> None:
     )
     assert done.returncode == 0, done.stderr
     report = msgspec.json.decode(done.stdout, type=HostKillReport)
-    assert (report.sessions, report.turns, report.kills, report.violations) == (2, 2, 1, [])
+    assert (report.sessions, report.turns, report.kills, report.violations) == (2, 10, 1, [])
 
 
 def test_the_command_line_refuses_to_mix_host_kills_with_actor_crashes() -> None:

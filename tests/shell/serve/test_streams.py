@@ -103,9 +103,9 @@ def test_replay_after_a_cursor_then_live_has_no_gap_and_no_duplicate(tmp_path):
 def test_after_replays_every_stored_event_and_a_bad_cursor_is_400(tmp_path):
     with FakeProvider(Script.echo()) as provider, running(provider, tmp_path) as (_server, client):
         client.post("/v1/sessions", json={"workspace": "w", "id": "s1"})
-        for text in ("one", "two"):
+        for count, text in ((2, "one"), (4, "two")):  # each sent once the turn before ended: none waits
             client.post("/v1/sessions/s1/prompts", json={"text": text})
-        assert wait_until(lambda: len(stored(tmp_path, "s1")) == 4, 10)
+            assert wait_until(lambda count=count: len(stored(tmp_path, "s1")) == count, 10)
         got = []
         for frame in raw_frames(client, "/v1/sessions/s1/events", params={"after": 1}):
             got.append((frame.id, frame.event))
