@@ -2,12 +2,13 @@
 
 The host runs in a child process (:mod:`._host_child`) on a SQLite store, its sessions prompting turns of
 three tool steps each: a read-only call (``read_file``), an idempotent one (``write_file``) and a
-side-effecting one (``shell``, appending one line per run of the call to ``runs.log``), then an answer.
-At a moment drawn from ``S * [0.5, 1.5)`` seconds after its host has started, the child is killed with
-SIGKILL and started again on the same store (a child that ends its work first is not killed); after ``kills`` kills it runs to the end. Then every session is checked: each turn
-started once and ended once, each prompt stored once in its turn, every tool call with exactly one result;
-no side-effecting call ran twice; and no stored step was requested again (a session's requests exceed its
-steps by at most the number of kills, each of which can cut off one request in flight per session).
+side-effecting one (``shell``, appending one line per run of the call to ``runs.log``), then an answer. At a
+moment drawn from ``S * [0.5, 1.5)`` seconds after its host has started, the child is killed with SIGKILL
+and started again on the same store (a child that ends its work first is not killed); after ``kills`` kills
+it runs to the end. Then every session is checked: each turn started once and ended once, each prompt stored
+once in its turn, every tool call with exactly one result; no side-effecting call ran twice; and no stored
+step was requested again (a session's requests exceed its steps by at most the number of kills, each of
+which can cut off one request in flight per session).
 """
 
 from __future__ import annotations
