@@ -11,6 +11,7 @@ from tool_bridge import PermissionPolicy, PermissionRule, ToolBridgeSettings
 from .config import Settings
 from .credentials import CredentialProvider, NoCredentials, OAuthCredential, StaticKey
 from .session import ChatStateOptions, SessionOptions
+from .subagents import AGENT_TOOL
 
 __all__ = [
     "chat_options",
@@ -39,10 +40,12 @@ def credentials_from_settings(
 
 
 def policy_from_settings(settings: Settings) -> PermissionPolicy:
-    """The permission policy of ``[tools]``: its ``deny`` rules first, then ``allow``, then ``ask``."""
+    """The permission policy of ``[tools]``: its ``deny`` rules first, then ``allow``, then ``ask``; then
+    ``agent`` allowed (a child's own tools are checked by its own policy), then the default rules."""
     rules = [PermissionRule(name, "deny") for name in settings.tools.deny]
     rules += [PermissionRule(name, "allow") for name in settings.tools.allow]
     rules += [PermissionRule(name, "ask") for name in settings.tools.ask]
+    rules.append(PermissionRule(AGENT_TOOL, "allow"))
     return PermissionPolicy(rules)
 
 

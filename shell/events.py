@@ -28,6 +28,8 @@ __all__ = [
     "Retrying",
     "SessionEvent",
     "StepAnswered",
+    "SubagentFinished",
+    "SubagentStarted",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -238,6 +240,35 @@ class TurnCancelled(msgspec.Struct, frozen=True, tag=True):
     usage: TurnUsage = TurnUsage()
 
 
+class SubagentStarted(msgspec.Struct, frozen=True, tag=True):
+    """The ``agent`` tool call ``call_id`` of turn ``turn`` runs the child session ``child`` with the profile
+    ``profile`` (or takes it up again: ``reattached``, after a resume of the parent's turn). Exactly one
+    :class:`SubagentFinished` with the same ``call_id`` follows, unless the parent's host ends first."""
+
+    session: str
+    turn: int
+    call_id: str
+    child: str
+    profile: str
+    description: str
+    reattached: bool = False
+
+
+class SubagentFinished(msgspec.Struct, frozen=True, tag=True):
+    """The child session of an ``agent`` call ended, and the call has its one result: ``outcome`` is
+    ``completed``, ``failed`` (``message`` says its kind and why), ``cancelled`` (with the parent's turn) or
+    ``deadline`` (it ran past its profile's deadline and was cancelled). ``usage`` is the child's turn's."""
+
+    session: str
+    turn: int
+    call_id: str
+    child: str
+    profile: str
+    outcome: str
+    message: str = ""
+    usage: TurnUsage = TurnUsage()
+
+
 SessionEvent: TypeAlias = (
     TurnStarted
     | PromptQueued
@@ -254,6 +285,8 @@ SessionEvent: TypeAlias = (
     | ToolCallFinished
     | StepAnswered
     | DoomLoopWarning
+    | SubagentStarted
+    | SubagentFinished
     | TurnCompleted
     | TurnFailed
     | TurnCancelled

@@ -47,13 +47,14 @@ from ._tool_isolation import tool_isolation, watch_host_secrets
 from .config import PRIORITIES, Priority, Settings
 from .credentials import CredentialProvider
 from .doom_loop import DoomLoopDetector
-from .messages import Subscribe, Unsubscribe
+from .messages import Subscribe, Unsubscribe, UserPrompt
 from .session import (
     Built,
     OpenSession,
     SessionChaos,
     SessionParts,
     SessionPath,
+    SessionRuntime,
     TurnGate,
     session_runtime,
     session_spec,
@@ -61,6 +62,17 @@ from .session import (
     write_to_store,
 )
 from .store import SessionNotFound, SessionRecord, StoredMessage, TurnRunning, TurnUsageRecord, open_store
+from .subagents import (
+    ChildStart,
+    Lineage,
+    ParentSide,
+    Subagents,
+    agent_tool,
+    child_chat,
+    child_options,
+    child_tools,
+    lineage_of,
+)
 
 if TYPE_CHECKING:
     from .telemetry import Telemetry
@@ -131,6 +143,10 @@ class AgentHost:
         self.mcp.use_session_environment(self.tool_isolation.env)
         self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
+        self.subagents = Subagents(
+            settings.agents, self.store, self._open_child, self.close, grace=settings.tools.abort_grace
+        )
+        """The children the sessions' ``agent`` calls run, within the limits of ``[agents]``."""
         self._sessions: dict[str, OpenSession] = {}
         self._specs: dict[bytes, tuple[ToolSpec, ...]] = {}
         self._lock = threading.Lock()
@@ -183,7 +199,7 @@ class AgentHost:
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
         self.store.take_session(session_id)
-        return self._activate(session_id, path, priority)
+        return self._activate(session_id, path, priority, Lineage(session_id))
 
     def resume(
         self,
@@ -244,6 +260,30 @@ class AgentHost:
             # Its process ended mid-turn, or with prompts waiting: started now, the session goes on with
             # that turn (or ends it as interrupted, when it may not be resumed) and runs them.
             self._start_subtree(session)
+        return address
+
+    def _open_child(self, start: ChildStart) -> Address:
+        """Start the child of an ``agent`` call with its subscriber (see :data:`shell.subagents.OpenChild`):
+        created and prompted the first time, resumed as stored after that."""
+        self._check_open()
+        child_id = start.child_id
+        try:
+            record: SessionRecord | None = self.store.get_session(child_id)
+        except SessionNotFound:
+            record = None
+        if record is None:
+            model = start.profile.model or self.settings.provider.model
+            self.store.create_session(
+                child_id, workspace=str(start.workspace), model=model, parent=start.link
+            )
+            self.store.take_session(child_id)
+            address = self._activate(child_id, start.workspace, "interactive")
+            self.subscribe(child_id, start.subscriber)
+            address.ask(UserPrompt(start.prompt))
+            return address
+        address = self.resume(child_id, subscribers=[start.subscriber])
+        if record.current_turn == 0 and not self.store.load_queued_prompts(child_id):
+            address.ask(UserPrompt(start.prompt))  # its prompt was never acknowledged
         return address
 
     def fork(
@@ -492,12 +532,16 @@ class AgentHost:
     def _address(self, session_id: str) -> Address:
         return self.system.address(self._path(session_id).member("session"))
 
-    def _activate(self, session_id: str, workspace: Path, priority: Priority) -> Address:
+    def _activate(
+        self, session_id: str, workspace: Path, priority: Priority, lineage: Lineage | None = None
+    ) -> Address:
+        """The session's address, its subtree to start with its first message; its ``lineage`` is read from
+        the store when it is built, unless given."""
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
                 session = self._sessions[session_id] = OpenSession(
-                    session_id, workspace, lambda: self._build(session_id, workspace, priority)
+                    session_id, workspace, lambda: self._build(session_id, workspace, priority, lineage)
                 )
         # The subtree starts with the first message to the session, as after a passivation: opening
         # thousands of sessions starts no thread.
@@ -505,23 +549,38 @@ class AgentHost:
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path, priority: Priority) -> Built:
+    def _build(self, session_id: str, workspace: Path, priority: Priority, lineage: Lineage | None) -> Built:
         s = self.settings
+        if lineage is None:
+            lineage = lineage_of(self.store, session_id, s)
         gate = None
         if self.provider_gate is not None:
+            # A family takes its turns at the gate together, a parent's requests before its children's.
             gate = GateClient(
                 self.provider_gate,
-                session=session_id,
+                session=lineage.family,
                 priority=PRIORITIES[priority],
+                rank=lineage.depth,
                 max_wait=s.provider.limits.max_wait,
                 queued_after=s.provider.limits.queued_after,
             )
         servers = self.mcp.session_handles()
-        registry = self.mcp.registry(self._registry(), servers)
+        runtime: SessionRuntime | None = None
+
+        def turn_in_flight() -> int:
+            machine = None if runtime is None else runtime.turn
+            return 0 if machine is None else machine.number
+
+        agent = None
+        if s.agents.may_spawn(lineage.depth):
+            parent = ParentSide(session_id, lineage.depth, turn_in_flight, self._address(session_id).tell)
+            agent = agent_tool(self.subagents, parent, s.agents, s.tools.abort_grace)
+        own, only = child_tools(self._registry(), lineage, agent)
+        registry = self.mcp.registry(own, servers, only=only)
         registry.override_idempotency(s.tools.idempotency_classes())
         parts = SessionParts(
-            options=session_options(s, session_id),
-            chat=chat_options(s, session_id),
+            options=child_options(session_options(s, session_id), lineage, s),
+            chat=child_chat(chat_options(s, session_id), lineage),
             sampler=self._sampler_settings,
             store=self.store,
             workspace=workspace,
@@ -534,7 +593,8 @@ class AgentHost:
             gate=gate,
             mcp=self.mcp.session_spec(servers, workspace),
         )
-        runtime = session_runtime(parts, self.gate, self._shared(registry))
+        # A child's turn runs in its parent's turn slot: waiting for one of its own could wait forever.
+        runtime = session_runtime(parts, None if lineage.depth else self.gate, self._shared(registry))
         held = weakref.ref(runtime)
 
         def offer(current: ToolRegistry) -> None:

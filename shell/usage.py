@@ -14,7 +14,7 @@ import msgspec
 
 from sampler.messages import Usage
 
-__all__ = ["Price", "TokenUsage", "TurnUsage", "cost_of"]
+__all__ = ["ChildUsage", "Price", "TokenUsage", "TurnUsage", "cost_of"]
 
 
 class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,14 +48,28 @@ class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class ChildUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """What the child session of one ``agent`` call consumed: its turn's tokens and cost (None: no price)."""
+
+    call_id: str
+    child: str
+    profile: str
+    model: str = ""
+    tokens: TokenUsage = TokenUsage()
+    cost: float | None = None
+
+
 class TurnUsage(msgspec.Struct, frozen=True, kw_only=True):
     """A turn's usage: its steps' model calls and, apart, its compactions' summary requests, with the
-    cost of both when the model has a price (None when it has none)."""
+    cost of both when the model has a price (None when it has none). ``children`` itemises the child
+    sessions its ``agent`` calls ran (their tokens are not in ``steps``: each child's turn counts its own).
+    """
 
     model: str = ""
     steps: TokenUsage = TokenUsage()
     compaction: TokenUsage = TokenUsage()
     cost: float | None = None
+    children: tuple[ChildUsage, ...] = ()
 
     @property
     def total(self) -> TokenUsage:

@@ -60,7 +60,9 @@ class ProviderGate(Actor):
     @handles(Acquire)
     def _on_acquire(self, message: Acquire) -> None:
         self._waiters[message.lease] = message.waiter
-        self._state.enqueue(message.lease, message.session, message.priority, message.tokens, self._clock())
+        self._state.enqueue(
+            message.lease, message.session, message.priority, message.tokens, self._clock(), rank=message.rank
+        )
         self._pump()
 
     @handles(Release)

@@ -68,6 +68,9 @@ class GateClient:
     ``max_wait`` seconds; while it waits it asks again every ``resend_every`` seconds (so a gate that
     restarted learns of it) and, once it has waited ``queued_after`` seconds, reports where it waits to
     ``on_queued``. Cancelled, it withdraws. Every granted request must be :meth:`release`-d.
+
+    ``session`` is the key the gate takes turns by (sessions sharing one share its turns) and ``rank`` the
+    client's place among the requests of that key (lower first).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class GateClient:
         *,
         session: str,
         priority: int = 0,
+        rank: int = 0,
         max_wait: float = 600.0,
         queued_after: float = 2.0,
         resend_every: float = 1.0,
@@ -85,6 +89,7 @@ class GateClient:
         self.gate = gate
         self.session = session
         self.priority = priority
+        self.rank = rank
         self.max_wait = max_wait
         self.queued_after = queued_after
         self.resend_every = resend_every
@@ -94,7 +99,7 @@ class GateClient:
     ) -> Grant:
         """Wait for the gate to let ``lease`` (about ``tokens`` input tokens) go."""
         waiter = _Waiter()
-        ask = Acquire(lease, self.session, self.priority, tokens, waiter)
+        ask = Acquire(lease, self.session, self.priority, tokens, waiter, self.rank)
         start = trio.current_time()
         deadline = start + self.max_wait
         report_at = start + self.queued_after

@@ -11,13 +11,16 @@ __all__ = ["Acquire", "GetGateStatus", "Release", "Where", "Withdraw"]
 
 class Acquire(msgspec.Struct, frozen=True, tag=True):
     """``lease`` (a request of ``session``, about ``tokens`` input tokens) asks to be sent. The gate calls
-    ``waiter.granted(grant)`` when it may; asking again for the same lease changes nothing."""
+    ``waiter.granted(grant)`` when it may; asking again for the same lease changes nothing. ``rank``
+    orders the requests of one ``session`` key: a lower rank goes first (a family of sessions sharing a
+    key puts the parent's requests before its children's)."""
 
     lease: str
     session: str
     priority: int
     tokens: int
     waiter: Any
+    rank: int = 0
 
 
 class Release(msgspec.Struct, frozen=True, tag=True):

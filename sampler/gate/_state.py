@@ -102,6 +102,7 @@ class _Waiting:
     tokens: int
     since: float
     arrival: int
+    rank: int = 0
 
 
 class _Bucket:
@@ -172,8 +173,8 @@ class GateState:
 
     Order: the most urgent priority first, a request's priority rising by one level per ``aging`` seconds
     waited; within a priority, round-robin across sessions (the session served longest ago first); within a
-    session, first come first served. The request chosen must fit every budget, or everyone waits for it —
-    so a large request is never starved by small ones.
+    session, the lowest rank first, then first come first served. The request chosen must fit every
+    budget, or everyone waits for it — so a large request is never starved by small ones.
     """
 
     limits: GateLimits = field(default_factory=GateLimits)
@@ -199,13 +200,16 @@ class GateState:
 
     # -- inputs --------------------------------------------------------------------------------------
 
-    def enqueue(self, lease: str, session: str, priority: int, tokens: int, now: float) -> None:
-        """``lease`` (a request of ``session`` estimated at ``tokens`` input tokens) waits for a grant.
-        Asking again for a lease already waiting or in flight changes nothing."""
+    def enqueue(
+        self, lease: str, session: str, priority: int, tokens: int, now: float, *, rank: int = 0
+    ) -> None:
+        """``lease`` (a request of ``session`` estimated at ``tokens`` input tokens) waits for a grant;
+        among the waiting requests of ``session``, a lower ``rank`` goes first. Asking again for a lease
+        already waiting or in flight changes nothing."""
         if lease in self._waiting or lease in self._in_flight:
             return
         self._waiting[lease] = _Waiting(
-            lease, session, max(0, priority), max(0, tokens), now, next(self._arrivals)
+            lease, session, max(0, priority), max(0, tokens), now, next(self._arrivals), max(0, rank)
         )
 
     def withdraw(self, lease: str) -> None:
@@ -281,12 +285,12 @@ class GateState:
     def _order(self, now: float) -> list[_Waiting]:
         aging = self.limits.aging
 
-        def key(item: _Waiting) -> tuple[int, int, int]:
+        def key(item: _Waiting) -> tuple[int, int, int, int]:
             effective = max(0, item.priority - int((now - item.since) // aging))
-            return effective, self._served.get(item.session, -1), item.arrival
+            return effective, self._served.get(item.session, -1), item.rank, item.arrival
 
         firsts: dict[str, _Waiting] = {}
-        for item in sorted(self._waiting.values(), key=lambda w: w.arrival):
+        for item in sorted(self._waiting.values(), key=lambda w: (w.rank, w.arrival)):
             firsts.setdefault(item.session, item)
         heads = sorted(firsts.values(), key=key)
         rest = sorted((w for w in self._waiting.values() if firsts[w.session] is not w), key=key)

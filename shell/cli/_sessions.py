@@ -43,8 +43,12 @@ _raw_decoder = msgspec.json.Decoder(dict[str, Any])
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sessions`` subcommands, each with the store options and ``--json``."""
     views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events,fork,rewind}")
-    views.add_parser("list", help="every session: id, status, turns, tokens, cost, last update, parent")
-    show = views.add_parser("show", help="a session's record, usage by turn, history as the model sees it")
+    views.add_parser(
+        "list", help="every session: id, status, turns, tokens, cost, last update, fork origin, parent"
+    )
+    show = views.add_parser(
+        "show", help="a session's record, usage by turn, children, history as the model sees it"
+    )
     show.add_argument("id", help="the session's id")
     events = views.add_parser("events", help="a session's event log")
     events.add_argument("id", help="the session's id")
@@ -88,7 +92,8 @@ def run(options: argparse.Namespace, out: TextIO | None = None) -> int:
             raise CliUsageError(f"there is no session {options.id!r} in {path}") from None
         if options.view == "show":
             usage = store.turn_usage(record.id)
-            _show(record, store.load_messages(record.id), usage, stream, json=options.json)
+            children = store.children(record.id)
+            _show(record, store.load_messages(record.id), usage, children, stream, json=options.json)
         elif options.view == "events":
             _events(store.load_events(record.id), stream, json=options.json)
         else:
@@ -136,9 +141,11 @@ def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
     if not records:
         return
     width = max(len("ID"), *(len(record.id) for record in records))
+    origins = {record.id: _parent(record) for record in records}
+    origin_width = max(len("FORKED FROM"), *(len(origin) for origin in origins.values()))
     header = (
         f"{'ID':<{width}}  {'STATUS':<8} {'TURNS':>5} {'IN':>9} {'OUT':>8} {'COST':>9}  {'UPDATED':<19}"
-        "  FORKED FROM\n"
+        f"  {'FORKED FROM':<{origin_width}}  CHILD OF\n"
     )
     out.write(header)
     for record in records:
@@ -147,7 +154,8 @@ def _list(store: SessionStore, out: TextIO, *, json: bool) -> None:
         priced = "-" if cost is None else f"{cost:.4f}"
         out.write(
             f"{record.id:<{width}}  {record.status:<8} {record.current_turn:>5} {tokens.input_tokens:>9}"
-            f" {tokens.output_tokens:>8} {priced:>9}  {updated:<19}  {_parent(record)}\n"
+            f" {tokens.output_tokens:>8} {priced:>9}  {updated:<19}  {origins[record.id]:<{origin_width}}"
+            f"  {_child_of(record)}\n"
         )
 
 
@@ -157,6 +165,16 @@ def _parent(record: SessionRecord) -> str:
         return "-"
     parent, turn = record.forked_from
     return f"{parent} at turn {turn}"
+
+
+def _child_of(record: SessionRecord, *, call: bool = False) -> str:
+    """The session whose ``agent`` tool call runs this one, ``ID (turn N, agent PROFILE)`` (with the call's
+    id too when ``call``), or ``-`` for a session opened by a user."""
+    link = record.parent
+    if link is None:
+        return "-"
+    called = f", call {link.call}" if call else ""
+    return f"{link.session} (turn {link.turn}{called}, agent {link.profile})"
 
 
 def _summary(record: SessionRecord) -> dict[str, Any]:
@@ -173,6 +191,7 @@ def _summary(record: SessionRecord) -> dict[str, Any]:
             if record.forked_from is None
             else {"session": record.forked_from[0], "turn": record.forked_from[1]}
         ),
+        "parent": None if record.parent is None else msgspec.to_builtins(record.parent),
     }
 
 
@@ -180,6 +199,7 @@ def _show(
     record: SessionRecord,
     history: list[StoredMessage],
     usage: list[TurnUsageRecord],
+    children: list[SessionRecord],
     out: TextIO,
     *,
     json: bool,
@@ -207,6 +227,7 @@ def _show(
                 }
                 for stored in history
             ],
+            "children": [_summary(child) for child in children],
         }
         _json_line(out, body)
         return
@@ -221,6 +242,7 @@ def _show(
         ("updated", _local(record.updated_at)),
         ("learned window", learned),
         ("forked from", _parent(record)),
+        ("child of", _child_of(record, call=True)),
         ("usage", describe(*session_totals(usage))),
     ):
         out.write(f"{label + ':':<16}{value}\n")
@@ -228,6 +250,13 @@ def _show(
         out.write("\nusage by turn:\n")
         for turn in usage:
             out.write(f"turn {turn.turn} {turn.outcome}: {turn_line(turn.usage)}\n")
+    if children:
+        out.write(f"\nchildren ({len(children)}):\n")
+        width = max(len(child.id) for child in children)
+        for child in children:
+            link = child.parent
+            called = "" if link is None else f" turn {link.turn} agent {link.profile} (call {link.call})"
+            out.write(f"{child.id:<{width}}  {child.status:<8}{called}\n")
     out.write(f"\nhistory ({len(history)} messages, as the model sees it):\n")
     for stored in history:
         summary = " (summary)" if stored.is_summary else ""

@@ -16,6 +16,7 @@ empty value for an optional setting means none. Besides these, ``TURNKEEP_MAX_AT
 error.
 """
 
+from ._agents import GENERAL_PROFILE, MAX_AGENT_DEPTH, AgentProfile, AgentsSettings
 from ._cluster import ClusterSettings
 from ._errors import ConfigError
 from ._gate import PRIORITIES, Priority, ProviderLimits
@@ -38,8 +39,12 @@ from ._telemetry import TelemetrySettings
 from ._tools import ToolEnvSettings, ToolSandboxSettings
 
 __all__ = [
+    "GENERAL_PROFILE",
+    "MAX_AGENT_DEPTH",
     "PRIORITIES",
     "SERVE_TOKEN_ENV",
+    "AgentProfile",
+    "AgentsSettings",
     "ClusterSettings",
     "CompactionSettings",
     "ConfigError",

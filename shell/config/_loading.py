@@ -11,6 +11,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import msgspec
 
+from ._agents import AgentProfile
 from ._cluster import ClusterSettings
 from ._errors import ConfigError
 from ._sections import SECTIONS, Settings
@@ -51,7 +52,9 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
             table = table.setdefault(name, {}) if isinstance(table, dict) else table
         if isinstance(table, dict):
             table[last] = value
+    raw = _profiles_apart(raw)
     try:
+        _check_profiles(raw)
         return msgspec.convert(raw, Settings)
     except msgspec.ValidationError as error:
         dotted, problem = _explain(str(error))
@@ -64,6 +67,28 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
             origin,
         )
         raise ConfigError(f"invalid setting {dotted}: {problem}{source}", key=dotted) from None
+
+
+def _profiles_apart(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with its ``[agents.NAME]`` tables moved to ``agents.profiles``, where the settings are."""
+    agents = raw.get("agents")
+    if not isinstance(agents, dict):
+        return raw
+    profiles = {name: table for name, table in agents.items() if isinstance(table, dict)}
+    limits = {key: value for key, value in agents.items() if key not in profiles}
+    return {**raw, "agents": {**limits, "profiles": profiles}}
+
+
+def _check_profiles(raw: dict[str, Any]) -> None:
+    """Convert each ``[agents.NAME]`` table on its own, so that an error names its profile."""
+    for name, table in raw.get("agents", {}).get("profiles", {}).items():
+        try:
+            msgspec.convert(table, AgentProfile)
+        except msgspec.ValidationError as error:
+            match = _PATH_SUFFIX.match(str(error))
+            assert match is not None  # the pattern matches any text
+            where = f"agents.{name}{match['path'] or ''}"
+            raise msgspec.ValidationError(f"{match['message']} - at `$.{where}`") from None
 
 
 def environ_below_file(path: str | Path | None, environ: Mapping[str, str]) -> Mapping[str, str]:

@@ -17,6 +17,7 @@ from tool_bridge import Idempotency
 from tool_bridge.mcp.settings import McpServerSettings
 
 from ..usage import Price
+from ._agents import AgentsSettings
 from ._checks import is_int, is_number
 from ._cluster import ClusterSettings
 from ._gate import ProviderLimits
@@ -366,6 +367,8 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     serve: ServeSettings = _section(ServeSettings)
     cluster: ClusterSettings = msgspec.field(default_factory=ClusterSettings)
     telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
+    agents: AgentsSettings = msgspec.field(default_factory=AgentsSettings)
+    """``[agents]`` and its ``[agents.NAME]`` profiles: child sessions run by the ``agent`` tool."""
     pricing: dict[str, Price] = {}
     """``[pricing."model"]``: the price of each model (per million input, output, cached input tokens);
     a model without one has no cost. No price is built in."""

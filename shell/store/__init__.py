@@ -41,6 +41,10 @@ Forks: :meth:`SessionStore.fork_session` copies a session's history as it stood 
 new session, and :meth:`SessionStore.rewind_session` also archives the source, each in one transaction
 (see :mod:`._fork` for which messages a fork holds, and docs/durability.md).
 
+Children: a session created with a :class:`ParentLink` (:meth:`SessionStore.create_session`) is the child
+of the session whose ``agent`` tool call runs it; :meth:`SessionStore.children` lists a session's children
+in the order they were created. A fork is a session of its own: it has no parent link.
+
 Secrets: every text the store writes (message bodies, event bodies, session metadata) goes through
 :func:`shell._secrets.redact` first, so no API key or token reaches the database.
 
@@ -66,13 +70,22 @@ from ._errors import (
     StoreVersionError,
     TurnRunning,
 )
-from ._records import Backend, SessionRecord, SessionStatus, StoredEvent, StoredMessage, TurnUsageRecord
+from ._records import (
+    Backend,
+    ParentLink,
+    SessionRecord,
+    SessionStatus,
+    StoredEvent,
+    StoredMessage,
+    TurnUsageRecord,
+)
 from ._store import SessionStore, open_store
 
 __all__ = [
     "Backend",
     "CompactionRejected",
     "ForkRejected",
+    "ParentLink",
     "SessionArchived",
     "SessionClosed",
     "SessionExists",

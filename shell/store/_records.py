@@ -10,7 +10,15 @@ from sampler.messages import Message
 
 from ..usage import TurnUsage
 
-__all__ = ["Backend", "SessionRecord", "SessionStatus", "StoredEvent", "StoredMessage", "TurnUsageRecord"]
+__all__ = [
+    "Backend",
+    "ParentLink",
+    "SessionRecord",
+    "SessionStatus",
+    "StoredEvent",
+    "StoredMessage",
+    "TurnUsageRecord",
+]
 
 SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed", "archived"]
 """``idle`` between turns, ``in_turn`` while a turn runs (and after a crash in one), ``closed`` for good,
@@ -19,6 +27,25 @@ is taken out of the archive)."""
 
 Backend: TypeAlias = Literal["sqlite", "postgresql"]
 """The kind of database a store keeps its data in."""
+
+
+class ParentLink(msgspec.Struct, frozen=True):
+    """Where a child session comes from: the ``agent`` tool call ``call`` of turn ``turn`` of the session
+    ``session`` runs it, with the agent profile ``profile``.
+
+    A store keeps it with the child when the child is created (:meth:`SessionStore.create_session`), where
+    ``session`` named a session of the same store, and never changes it; the child is found from its parent
+    with :meth:`SessionStore.children`.
+    """
+
+    session: str
+    """The parent session's id."""
+    turn: int
+    """The parent's turn whose tool call runs the child."""
+    call: str
+    """The id of the parent's ``agent`` tool call."""
+    profile: str
+    """The name of the agent profile the child runs."""
 
 
 class SessionRecord(msgspec.Struct, frozen=True):
@@ -42,6 +69,9 @@ class SessionRecord(msgspec.Struct, frozen=True):
     None for a session opened afresh."""
     owner_epoch: int = 0
     """How many times a host took the session (:meth:`SessionStore.take_session`); 0 if none ever did."""
+    parent: ParentLink | None = None
+    """The parent link of a child session; None for a session opened by a user (and for a fork, which is a
+    session of its own)."""
 
 
 class StoredMessage(msgspec.Struct, frozen=True):

@@ -14,6 +14,10 @@ new version number, so a store is always at exactly one version.
   from and the turn it was taken at (both NULL for a session opened afresh).
 - Version 5: fencing. Sessions gain ``owner_epoch``: incremented each time a host takes the session; a
   write made for an older epoch is refused.
+- Version 6: subagents. Sessions gain ``parent_session``, ``parent_turn``, ``parent_call`` and
+  ``agent_profile``: the session, turn and tool call whose ``agent`` tool call runs this session as its
+  child, and the profile it runs (all NULL for a session opened by a user); the index
+  ``sessions_by_parent`` finds a session's children without a scan.
 
 Where the version is kept: in SQLite, ``PRAGMA user_version``, with ``PRAGMA application_id`` marking the
 file as a turnkeep store; in PostgreSQL, the one row of the marker table ``turnkeep_store``
@@ -121,6 +125,14 @@ _SQLITE_V4 = (
 
 _SQLITE_V5 = ("ALTER TABLE sessions ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0",)
 
+_SQLITE_V6 = (
+    "ALTER TABLE sessions ADD COLUMN parent_session TEXT",
+    "ALTER TABLE sessions ADD COLUMN parent_turn INTEGER",
+    "ALTER TABLE sessions ADD COLUMN parent_call TEXT",
+    "ALTER TABLE sessions ADD COLUMN agent_profile TEXT",
+    "CREATE INDEX sessions_by_parent ON sessions (parent_session, created_at, id)",
+)
+
 _POSTGRES_V1 = (
     f"CREATE TABLE {MARKER_TABLE} (application TEXT NOT NULL, schema_version INTEGER NOT NULL)",
     f"INSERT INTO {MARKER_TABLE} (application, schema_version) VALUES ('{APPLICATION}', 0)",
@@ -200,7 +212,22 @@ _POSTGRES_V4 = (
 
 _POSTGRES_V5 = ("ALTER TABLE sessions ADD COLUMN owner_epoch BIGINT NOT NULL DEFAULT 0",)
 
-SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (_SQLITE_V1, _SQLITE_V2, _SQLITE_V3, _SQLITE_V4, _SQLITE_V5)
+_POSTGRES_V6 = (
+    "ALTER TABLE sessions ADD COLUMN parent_session TEXT",
+    "ALTER TABLE sessions ADD COLUMN parent_turn BIGINT",
+    "ALTER TABLE sessions ADD COLUMN parent_call TEXT",
+    "ALTER TABLE sessions ADD COLUMN agent_profile TEXT",
+    "CREATE INDEX sessions_by_parent ON sessions (parent_session, created_at, id)",
+)
+
+SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (
+    _SQLITE_V1,
+    _SQLITE_V2,
+    _SQLITE_V3,
+    _SQLITE_V4,
+    _SQLITE_V5,
+    _SQLITE_V6,
+)
 """The SQLite statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
 
 POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (
@@ -209,6 +236,7 @@ POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (
     _POSTGRES_V3,
     _POSTGRES_V4,
     _POSTGRES_V5,
+    _POSTGRES_V6,
 )
 """The PostgreSQL statements that take a schema from version ``i`` to version ``i + 1``, for each ``i``."""
 

@@ -34,7 +34,7 @@ from ._errors import (
     TurnRunning,
 )
 from ._group import GroupWriter, ack_timeout
-from ._records import Backend, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
+from ._records import Backend, ParentLink, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
 from ._targets import resolve
 
 __all__ = ["SessionStore", "open_store"]
@@ -76,8 +76,20 @@ def _event_type(event: msgspec.Struct) -> str:
 
 _SESSION_COLUMNS = (
     "id, created_at, updated_at, workspace, model, status, current_turn, learned_window, meta, forked_from,"
-    " forked_at_turn, owner_epoch"
+    " forked_at_turn, owner_epoch, parent_session, parent_turn, parent_call, agent_profile"
 )
+
+
+def _link_columns(parent: ParentLink) -> tuple[str, int, str, str]:
+    """The values of ``parent_session, parent_turn, parent_call, agent_profile`` for ``parent``; raises
+    :class:`ValueError` for a link of the wrong types, which could not be read back."""
+    if not isinstance(parent, ParentLink):
+        raise ValueError(f"parent must be a ParentLink, got {parent!r}")
+    try:
+        msgspec.convert(msgspec.to_builtins(parent), ParentLink)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"invalid parent link {parent!r}: {error}") from None
+    return parent.session, parent.turn, parent.call, parent.profile
 
 
 # --- The store --------------------------------------------------------------------------------------------
@@ -240,18 +252,33 @@ class SessionStore:
     # --- Sessions -----------------------------------------------------------------------------------------
 
     def create_session(
-        self, session_id: str, *, workspace: str, model: str, meta: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        *,
+        workspace: str,
+        model: str,
+        meta: Mapping[str, Any] | None = None,
+        parent: ParentLink | None = None,
     ) -> SessionRecord:
-        """Create an idle session at turn 0 and return its record; :class:`SessionExists` if taken."""
+        """Create an idle session at turn 0 and return its record; :class:`SessionExists` if taken.
+
+        With ``parent`` the session is that session's child, run by its ``agent`` tool call: the link is
+        stored with the row, as it is, and :meth:`children` of the parent lists the session. Raises
+        :class:`SessionNotFound` (and creates nothing) when ``parent`` names no session of the store, and
+        :class:`ValueError` for a link whose fields are not of their types.
+        """
         meta_json = _encode(dict(meta or {}))
         now = time.time()
+        link = (None, None, None, None) if parent is None else _link_columns(parent)
 
         def write(db: Db) -> tuple[Any, ...]:
+            if parent is not None:
+                self._session_row(db, parent.session)
             created = db.run(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, model, status, current_turn,"
-                " learned_window, meta) VALUES (?, ?, ?, ?, ?, 'idle', 0, NULL, ?)"
-                " ON CONFLICT (id) DO NOTHING",
-                (session_id, now, now, redact(workspace), redact(model), meta_json.decode()),
+                " learned_window, meta, parent_session, parent_turn, parent_call, agent_profile)"
+                " VALUES (?, ?, ?, ?, ?, 'idle', 0, NULL, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (session_id, now, now, redact(workspace), redact(model), meta_json.decode(), *link),
             )
             if not created:
                 raise SessionExists(f"session {session_id!r} already exists")
@@ -269,6 +296,18 @@ class SessionStore:
         """Every session, closed ones included, oldest first."""
         with self._backend.read() as db:
             rows = db.query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id")
+        return [self._decode_session(row) for row in rows]
+
+    def children(self, session_id: str) -> list[SessionRecord]:
+        """The sessions whose parent link names ``session_id`` (its children, not theirs), in the order they
+        were created (by creation time, then id); empty for a session without children. Raises
+        :class:`SessionNotFound` for an unknown session."""
+        with self._backend.read() as db:
+            self._session_row(db, session_id)
+            rows = db.query(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_session = ? ORDER BY created_at, id",
+                (session_id,),
+            )
         return [self._decode_session(row) for row in rows]
 
     def close_session(self, session_id: str) -> None:
@@ -377,7 +416,8 @@ class SessionStore:
         The fork gets the source's messages of turns <= K exactly as they were when turn K ended (a
         compaction or repair made later is undone in it, one made earlier kept), the events and usage of
         those turns, the source's model, learned window and meta, ``workspace`` (the source's when None),
-        ``current_turn = K`` (its next turn is K + 1) and ``forked_from = (source_id, K)``. The source is
+        ``current_turn = K`` (its next turn is K + 1), ``forked_from = (source_id, K)`` and no parent link
+        (a fork is a session of its own, even of a child session, and nobody's child). The source is
         read at a turn boundary, under the lock its writers take, and nothing of it changes; a closed or
         archived source can be forked too. Raises :class:`SessionNotFound`, :class:`SessionExists` for a
         taken ``session_id``, and :class:`ForkRejected` for a turn below 0 or past the last converged one.
@@ -723,12 +763,19 @@ class SessionStore:
         session_id = str(row[0])
         try:
             fields = dict(zip(_SESSION_COLUMNS.split(", "), row, strict=True))
-            parent, at_turn = fields.pop("forked_from"), fields.pop("forked_at_turn")
+            source, at_turn = fields.pop("forked_from"), fields.pop("forked_at_turn")
+            link = {
+                "session": fields.pop("parent_session"),
+                "turn": fields.pop("parent_turn"),
+                "call": fields.pop("parent_call"),
+                "profile": fields.pop("agent_profile"),
+            }
             return msgspec.convert(
                 {
                     **fields,
                     "meta": _meta_decoder.decode(row[8]),
-                    "forked_from": None if parent is None else (parent, at_turn),
+                    "forked_from": None if source is None else (source, at_turn),
+                    "parent": None if None in link.values() else link,
                 },
                 SessionRecord,
             )

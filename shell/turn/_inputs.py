@@ -23,7 +23,7 @@ from sampler import (
 from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolsFinished
 
 from .._protocol import BuiltRequest, CompactionTask
-from ..messages import UserPrompt
+from ..messages import SubagentBegan, SubagentEnded, UserPrompt
 from ._resume import ResumePlan
 
 __all__ = [
@@ -203,6 +203,8 @@ TurnInput = (
     | ToolCallBegan
     | ToolCallEnded
     | ToolsFinished
+    | SubagentBegan
+    | SubagentEnded
 )
 """Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
 
@@ -217,6 +219,8 @@ SIBLING_MESSAGES: tuple[type, ...] = (
     ToolCallBegan,
     ToolCallEnded,
     ToolsFinished,
+    SubagentBegan,
+    SubagentEnded,
 )
-"""The sampler's and the tool supervisor's messages that are turn inputs as they come: a session hands
-them to its turn unchanged."""
+"""The sampler's and the tool supervisor's messages (and the news of the turn's ``agent`` calls) that are
+turn inputs as they come: a session hands them to its turn unchanged."""

@@ -64,6 +64,7 @@ from ..bridge import (
 )
 from ..compaction import shrank_enough
 from ..doom_loop import DOOM_LOOP_REMINDER, DoomLoopDetector, DoomLoopVerdict
+from ..messages import SubagentBegan, SubagentEnded
 from ..usage import Price, TokenUsage, TurnUsage, cost_of
 from ._actions import (
     AppendMessage,
@@ -87,6 +88,7 @@ from ._actions import (
     TurnAction,
     TurnEnd,
 )
+from ._children import Children
 from ._inputs import (
     ActionFailed,
     AuthDone,
@@ -247,6 +249,7 @@ class TurnMachine:
         """The answer the ``Ask…`` in flight expects (PREPARING only)."""
         self._steps_usage = TokenUsage()
         self._compaction_usage = TokenUsage()
+        self._children = Children(settings.session_id, number)
         self._handlers: dict[type, Callable[[Any, float], list[TurnAction]]] = {
             Begin: self._begin,
             Resume: self._resumed,
@@ -274,6 +277,8 @@ class TurnMachine:
             ToolCallBegan: self._tool_began,
             ToolCallEnded: self._tool_ended,
             ToolsFinished: self._tools_finished,
+            SubagentBegan: lambda message, _: [Emit(e) for e in self._children.began(message)],
+            SubagentEnded: lambda message, _: [Emit(e) for e in self._children.ended(message)],
         }
 
     @property
@@ -297,7 +302,10 @@ class TurnMachine:
         steps, compaction = self._steps_usage, self._compaction_usage
         price = self.settings.price
         cost = None if price is None else cost_of(steps + compaction, price)
-        return TurnUsage(model=self.settings.model, steps=steps, compaction=compaction, cost=cost)
+        children = tuple(self._children.usage)
+        return TurnUsage(
+            model=self.settings.model, steps=steps, compaction=compaction, cost=cost, children=children
+        )
 
     def _account(self, usage: Usage | None) -> None:
         """Add a reported attempt's usage to the steps or, during a compaction, to the compaction."""
@@ -327,6 +335,7 @@ class TurnMachine:
             if self.phase is Phase.TOOLS:
                 actions.append(StopTools(self.batch_id))
             actions += self._unanswered(f"not run to the end: the turn {_ended_how(event)}")
+        actions += [Emit(e) for e in self._children.left_open(f"the parent's turn {_ended_how(event)} first")]
         self.phase = Phase.ENDED
         event = msgspec.structs.replace(event, usage=self.usage)
         self.end = event

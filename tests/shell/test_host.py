@@ -123,8 +123,9 @@ def test_sessions_offered_the_same_tools_share_one_copy_of_their_definitions(tmp
             host.open(tmp_path / name, session_id=name)
         first, second, other = (host._sessions[name].runtime.tool_specs for name in ("a", "b", "c"))
     assert first is second
-    assert [spec.name for spec in first] == builtin_registry().names()
-    assert [spec.name for spec in other] == ["read_file"]
+    # The host adds the ``agent`` tool to a session's own ([agents] enabled, depth 0 below max_depth 1).
+    assert [spec.name for spec in first] == [*builtin_registry().names(), "agent"]
+    assert [spec.name for spec in other] == ["read_file", "agent"]
 
 
 def test_turns_beyond_the_limit_wait_in_order_and_do_not_fail(tmp_path: Path) -> None:

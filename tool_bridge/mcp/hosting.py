@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from actors import ActorSystem, Address, ChaosPolicy, ChildSpec
@@ -91,11 +91,17 @@ class McpServers:
             MCP_CHILD, handles, workspace=workspace, environ=self._session_environ, chaos=self._chaos
         )
 
-    def registry(self, base: ToolRegistry, session: Sequence[McpServerHandle] = ()) -> ToolRegistry:
+    def registry(
+        self,
+        base: ToolRegistry,
+        session: Sequence[McpServerHandle] = (),
+        *,
+        only: Collection[str] | None = None,
+    ) -> ToolRegistry:
         """``base`` with the tools of the host's servers and of ``session``'s own (``base`` itself when no
-        server is configured)."""
+        server is configured); with ``only``, just the MCP tools of those names."""
         handles = (*self.host_handles, *session)
-        return McpToolRegistry(base, handles) if handles else base
+        return McpToolRegistry(base, handles, only=only) if handles else base
 
     def follow_tools(
         self,

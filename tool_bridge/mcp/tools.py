@@ -9,7 +9,7 @@ import json
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -214,11 +214,15 @@ async def _call_when_listed(
 class McpToolRegistry(ToolRegistry):
     """The tools of ``base`` followed by those the servers of ``handles`` offer now; the MCP part follows
     each server's tool list as it changes (a call to a tool no longer listed is ``invalid``). The idempotency
-    classes set on ``base`` by name are kept, and apply to the MCP tools of those names too."""
+    classes set on ``base`` by name are kept, and apply to the MCP tools of those names too. With ``only``,
+    only the MCP tools of those names are offered."""
 
-    def __init__(self, base: ToolRegistry, handles: Sequence[McpServerHandle]) -> None:
+    def __init__(
+        self, base: ToolRegistry, handles: Sequence[McpServerHandle], *, only: Collection[str] | None = None
+    ) -> None:
         super().__init__(base, idempotency=base.idempotency_overrides)
         self._handles = tuple(handles)
+        self._only = None if only is None else frozenset(only)
         self._lock = threading.Lock()
         self._mcp: dict[str, Tool[Any]] = {}
         self._refresh()
@@ -252,7 +256,7 @@ class McpToolRegistry(ToolRegistry):
         tools: dict[str, Tool[Any]] = {}
         for handle in self._handles:
             for each in mcp_tools(handle):
-                if each.name not in self._tools:
+                if each.name not in self._tools and (self._only is None or each.name in self._only):
                     tools.setdefault(each.name, each)
         with self._lock:
             self._mcp = tools

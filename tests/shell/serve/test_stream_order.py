@@ -16,7 +16,7 @@ from shell.serve._wakeup import Inbox
 from shell.store import SessionStore
 from shell.usage import TurnUsage
 
-NO_USAGE = msgspec.to_builtins(TurnUsage())
+NO_USAGE = msgspec.json.decode(msgspec.json.encode(TurnUsage()))
 """How a turn end without usage (one written by the test) is streamed."""
 
 
