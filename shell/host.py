@@ -589,7 +589,9 @@ class AgentHost:
             policy=self._permissions(),
             tools=self._tool_settings,
             doom_loop=DoomLoopDetector.from_settings(s.doom_loop),
-            chaos=self._chaos,
+            chaos=self._chaos.children.get(lineage.profile_name, self._chaos)
+            if lineage.depth
+            else self._chaos,
             gate=gate,
             mcp=self.mcp.session_spec(servers, workspace),
         )

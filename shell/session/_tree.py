@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,8 @@ class SessionChaos:
     """The host's provider gate, shared by the sessions: a host given this chaos crashes it too."""
     mcp: ChaosPolicy | None = None
     """Crashes the MCP server actors (host and session scope alike)."""
+    children: Mapping[str, SessionChaos] = field(default_factory=dict)
+    """The fault injection of child sessions by their agent profile (one not named here gets this one)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ class Lineage:
     family: str
     depth: int = 0
     profile: AgentProfile | None = None
+    profile_name: str = ""
 
 
 def lineage_of(store: SessionStore, session_id: str, settings: Settings) -> Lineage:
@@ -49,7 +50,7 @@ def lineage_of(store: SessionStore, session_id: str, settings: Settings) -> Line
         if above is None:
             break
         family, depth = above.session, depth + 1
-    return Lineage(family, depth, profile)
+    return Lineage(family, depth, profile, name)
 
 
 def child_options(options: SessionOptions, lineage: Lineage, settings: Settings) -> SessionOptions:

@@ -91,6 +91,8 @@ class Subagents:
         self._grace = grace
         self._lock = threading.Lock()
         self._in_turn: collections.Counter[tuple[str, int]] = collections.Counter()
+        self._started: collections.Counter[tuple[str, int]] = collections.Counter()
+        """Children started per parent turn by this host (the store counts those of hosts before it)."""
         self._in_host = 0
 
     @property
@@ -133,10 +135,13 @@ class Subagents:
     def _admitted(self, parent: ParentSide, turn: int, started: int, *, new: bool) -> Iterator[None]:
         key = (parent.session_id, turn)
         with self._lock:
+            started = max(started, self._started[key])
             counts = ChildCounts(parent.depth, self._in_turn[key], started, self._in_host)
             refused = refusal(counts, self._settings, new=new)
             if refused is not None:
                 raise ToolError(refused)
+            if new:
+                self._started[key] = started + 1
             self._in_turn[key] += 1
             self._in_host += 1
         try:
@@ -146,6 +151,7 @@ class Subagents:
                 self._in_turn[key] -= 1
                 if self._in_turn[key] <= 0:
                     del self._in_turn[key]
+                    self._started.pop(key, None)  # the store has them all now
                 self._in_host -= 1
 
     async def _run_child(
