@@ -28,6 +28,7 @@ __all__ = [
     "Retrying",
     "SessionEvent",
     "StepAnswered",
+    "SubagentEvent",
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
@@ -269,6 +270,18 @@ class SubagentFinished(msgspec.Struct, frozen=True, tag=True):
     usage: TurnUsage = TurnUsage()
 
 
+class SubagentEvent(msgspec.Struct, frozen=True, tag=True):
+    """An event of the child session of ``call_id`` (its own ``session`` is ``child``), relayed on its
+    parent's stream as ``event`` (its JSON object, with its ``type``); text deltas are not relayed.
+    Published, not stored: the child's own log has it."""
+
+    session: str
+    turn: int
+    call_id: str
+    child: str
+    event: dict[str, Any]
+
+
 SessionEvent: TypeAlias = (
     TurnStarted
     | PromptQueued
@@ -287,6 +300,7 @@ SessionEvent: TypeAlias = (
     | DoomLoopWarning
     | SubagentStarted
     | SubagentFinished
+    | SubagentEvent
     | TurnCompleted
     | TurnFailed
     | TurnCancelled

@@ -331,6 +331,10 @@ class SessionActor(Actor):
     def _on_permission(self, message: PermissionDecision) -> None:
         self._sibling("tools").tell(message)
 
+    @handles(ev.SubagentEvent)
+    def _on_child_event(self, message: ev.SubagentEvent) -> None:
+        self._publish(message)
+
     @handles(PermissionRequested, ToolAbandoned)
     def _on_tool_notice(self, message: PermissionRequested | ToolAbandoned) -> None:
         self._publish(message)

@@ -164,21 +164,29 @@ class Subagents:
         child_id: str,
         existing: SessionRecord | None,
     ) -> ChildResult:
-        watch = _Watch(trio.lowlevel.current_trio_token())
+        def relay(event: Any) -> None:
+            body = ev.event_to_json_dict(event)
+            parent.tell(ev.SubagentEvent(parent.session_id, link.turn, link.call, child_id, body))
+
+        watch = _Watch(trio.lowlevel.current_trio_token(), relay)
         began = SubagentBegan(
             link.turn, link.call, child_id, args.agent, args.description, existing is not None
         )
         start = ChildStart(child_id, context.workspace, link, profile, args.prompt, watch)
         address: Address | None = None
         deadline: float | None = None
+        parent.tell(began)
         try:
             if existing is not None:
                 stored = await trio.to_thread.run_sync(self._stored_end, child_id)
                 if stored is not None:  # it ended before: that end is the result, it is not run again
-                    parent.tell(began)
-                    return self._ended(parent, began, profile, stored, None, "", context)
-            address = await trio.to_thread.run_sync(self._open_child, start)
-            parent.tell(began)
+                    return self._ended(parent, began, stored, None, "", context)
+            try:
+                address = await trio.to_thread.run_sync(self._open_child, start)
+            except Exception as exc:
+                logger.warning("subagent %s: it could not be started", child_id, exc_info=True)
+                failure = ev.TurnFailed(child_id, 1, "internal", f"it could not be started: {exc}")
+                return self._ended(parent, began, failure, None, "", context)
             if existing is not None:  # it may have ended between the look and the subscription
                 stored = await trio.to_thread.run_sync(self._stored_end, child_id)
                 if stored is not None:
@@ -190,13 +198,14 @@ class Subagents:
                 address.tell(Cancel("aborted"))
                 with trio.move_on_after(self._grace + 1.0):
                     await watch.ended.wait()
-            return self._ended(parent, began, profile, watch.end, deadline, watch.text(), context)
+            return self._ended(parent, began, watch.end, deadline, watch.text(), context)
         except trio.Cancelled:
             if address is not None:
                 address.tell(Cancel("aborted"))
                 with trio.CancelScope(shield=True), trio.move_on_after(self._grace + 1.0):
                     await watch.ended.wait()
-                self._ended(parent, began, profile, watch.end, None, watch.text(), context)
+            end = watch.end or ev.TurnCancelled(child_id, 1, "aborted")  # closed next, if it did not end
+            self._ended(parent, began, end, None, watch.text(), context)
             raise
         finally:
             if address is not None:
@@ -206,12 +215,12 @@ class Subagents:
         self,
         parent: ParentSide,
         began: SubagentBegan,
-        profile_name_of: AgentProfile,
         end: ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled | None,
         deadline: float | None,
         partial: str,
         context: ToolContext,
     ) -> ChildResult:
+        """The call's result; its parent is told the child ended."""
         result = result_of(
             began.profile, end, deadline=deadline, partial=partial, output_cap=context.limits.output_cap
         )
@@ -249,11 +258,12 @@ class Subagents:
 
 
 class _Watch:
-    """A child's subscriber: keeps the end of its turn and the end of the text it streamed. Called on the
-    child's thread; :attr:`ended` is set on the loop's."""
+    """A child's subscriber: keeps the end of its turn and the end of the text it streamed, and relays its
+    other events to its parent. Called on the child's thread; :attr:`ended` is set on the loop's."""
 
-    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+    def __init__(self, token: trio.lowlevel.TrioToken, relay: Callable[[Any], None]) -> None:
         self._token = token
+        self._relay = relay
         self._lock = threading.Lock()
         self._text: collections.deque[str] = collections.deque()
         self._kept = 0
@@ -261,6 +271,8 @@ class _Watch:
         self.ended = trio.Event()
 
     def __call__(self, event: Any) -> None:
+        if not isinstance(event, ev.TextDelta):
+            self._relay(event)
         if isinstance(event, ev.TextDelta):
             with self._lock:
                 self._text.append(event.text)

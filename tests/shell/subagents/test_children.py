@@ -40,6 +40,9 @@ def test_a_parent_fans_out_to_four_children_and_reads_each_answer_as_its_tool_re
         (1, e.call_id, e.profile) for e in started
     )
     assert [requests.count(task) for task in "abcd"] == [1, 1, 1, 1]
+    # The children's own events are relayed on the parent's stream, each in a subagent_event.
+    relayed = {(e.child, e.event["type"]) for e in of_type(seen, ev.SubagentEvent)}
+    assert {(e.child, kind) for e in started for kind in ("turn_started", "turn_completed")} <= relayed
     # Their usage is itemised in the parent turn's, apart from its own steps.
     assert sorted(item.child for item in end.usage.children) == sorted(e.child for e in started)
     assert all(item.tokens.reported == 1 for item in end.usage.children)
