@@ -89,6 +89,10 @@ session subtree that gives up is restarted by the host (its turn fails ``interna
 run), and only restarts at a rate no set of sessions produces on its own make the host give up."""
 
 
+_CHILD_PROMPT_BACKOFF = (0.25, 0.5, 1.0, None)
+"""Waits between tries to prompt a child whose session actor crashed (None: the last try)."""
+
+
 class HostError(Exception):
     """A host operation cannot be done: an unknown session, a closed host."""
 
@@ -273,18 +277,30 @@ class AgentHost:
             record = None
         if record is None:
             model = start.profile.model or self.settings.provider.model
-            self.store.create_session(
-                child_id, workspace=str(start.workspace), model=model, parent=start.link
-            )
+            workspace = str(start.workspace)
+            self.store.create_session(child_id, workspace=workspace, model=model, parent=start.link)
             self.store.take_session(child_id)
             address = self._activate(child_id, start.workspace, "interactive")
             self.subscribe(child_id, start.subscriber)
-            address.ask(UserPrompt(start.prompt))
-            return address
-        address = self.resume(child_id, subscribers=[start.subscriber])
-        if record.current_turn == 0 and not self.store.load_queued_prompts(child_id):
-            address.ask(UserPrompt(start.prompt))  # its prompt was never acknowledged
+        else:
+            address = self.resume(child_id, subscribers=[start.subscriber])
+        self._prompt_child(address, child_id, start.prompt)
         return address
+
+    def _prompt_child(self, address: Address, child_id: str, prompt: str) -> None:
+        """Prompt the child unless its prompt was acknowledged before (its turn begun or stored as waiting),
+        trying again past a crash of its session actor; ActorError after the last try."""
+        for delay in _CHILD_PROMPT_BACKOFF:
+            record = self.store.get_session(child_id)
+            if record.current_turn > 0 or self.store.load_queued_prompts(child_id):
+                return
+            try:
+                address.ask(UserPrompt(prompt))
+                return
+            except ActorError:
+                if delay is None:
+                    raise
+                time.sleep(delay)
 
     def fork(
         self,

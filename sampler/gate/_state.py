@@ -285,15 +285,19 @@ class GateState:
     def _order(self, now: float) -> list[_Waiting]:
         aging = self.limits.aging
 
-        def key(item: _Waiting) -> tuple[int, int, int, int]:
+        def key(item: _Waiting) -> tuple[int, int, int]:
             effective = max(0, item.priority - int((now - item.since) // aging))
-            return effective, self._served.get(item.session, -1), item.rank, item.arrival
+            return effective, self._served.get(item.session, -1), item.arrival
 
+        # Rank orders the requests of one session key only: it picks each key's head.
         firsts: dict[str, _Waiting] = {}
         for item in sorted(self._waiting.values(), key=lambda w: (w.rank, w.arrival)):
             firsts.setdefault(item.session, item)
         heads = sorted(firsts.values(), key=key)
-        rest = sorted((w for w in self._waiting.values() if firsts[w.session] is not w), key=key)
+        rest = sorted(
+            (w for w in self._waiting.values() if firsts[w.session] is not w),
+            key=lambda w: (*key(w)[:2], w.rank, w.arrival),
+        )
         return heads + rest
 
     def _next(self, now: float) -> _Waiting:

@@ -88,6 +88,7 @@ def replay_command(
     as_json: bool = False,
     rate_limit: float | None = None,
     mcp_crash_rate: float = 0.0,
+    subagents: bool = False,
 ) -> str:
     """The command line that runs the same workload with the same faults again."""
     command = (
@@ -98,6 +99,8 @@ def replay_command(
         command += f" --rate-limit {rate_limit:g}"
     if mcp_crash_rate:
         command += f" --mcp-crash-rate {mcp_crash_rate:g}"
+    if subagents:
+        command += " --subagents"
     return command + (" --json" if as_json else "")
 
 
@@ -246,6 +249,7 @@ def _build_report(
             profile=options["profile"],
             rate_limit=options.get("rate_limit"),
             mcp_crash_rate=options.get("mcp_crash_rate", 0.0),
+            subagents=options.get("subagents", False),
         ),
         rate_limit=options.get("rate_limit"),
         mcp_kills=mcp_kills,

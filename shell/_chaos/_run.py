@@ -30,12 +30,14 @@ from sampler.fake import (
 )
 from tool_bridge.mcp import MCP_CHILD
 
-from ..config import Settings
+from ..config import AgentProfile, AgentsSettings, Settings
 from ..credentials import OAuthCredential
 from ..host import AgentHost
 from ..session import MEMBERS, SessionChaos, SessionPath
+from ..store import SessionStore
 from ._bound import TurnBound, turn_bound
 from ._driving import _drive, _Limits, _SessionLog
+from ._families import family_violations
 from ._mcp import MCP_NAME, MCP_SCRIPT, McpKiller, mcp_settings
 from ._report import ChaosReport, _build_report, _store_violations, _turn_violations, print_report
 from ._resources import Resources, _settle, leaks
@@ -68,6 +70,7 @@ def run(
     cancel_rate: float = 0.1,
     rate_limit: float | None = None,
     mcp_crash_rate: float = 0.0,
+    subagents: bool = False,
 ) -> int:
     """Run the chaos workload, print the report (a table, or JSON with ``as_json``), and return the exit
     code: 0 when no invariant was violated, 1 otherwise. Raises ValueError for an unknown ``profile`` or
@@ -81,6 +84,7 @@ def run(
         cancel_rate=cancel_rate,
         rate_limit=rate_limit,
         mcp_crash_rate=mcp_crash_rate,
+        subagents=subagents,
     )
     if as_json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
@@ -99,13 +103,15 @@ def chaos_run(
     cancel_rate: float = 0.1,
     rate_limit: float | None = None,
     mcp_crash_rate: float = 0.0,
+    subagents: bool = False,
 ) -> ChaosReport:
     """Run the chaos workload and return its report; see :func:`run`. With ``rate_limit`` (requests per
     second), the embedded provider allows no more, in a bucket of one second's worth, answering 429 with
     Retry-After and rate-limit headers beyond it: every session's requests pass the host's provider gate.
     With ``mcp_crash_rate`` > 0 every session also has a stdio MCP server (half of the turns call it) whose
     actor crashes with that probability per message and whose process is SIGKILLed with it every quarter
-    second."""
+    second. With ``subagents``, about 2 turns in 5 fan out to three children (each running one of the
+    other scripts) and the families are checked too (:func:`._families.family_violations`)."""
     _check_options(sessions, turns, actor_crash_rate, cancel_rate, mcp_crash_rate, rate_limit)
     faults = FaultPlan.profile(profile, seed=seed, stall_hangs=True)
     options = {
@@ -117,8 +123,9 @@ def chaos_run(
         "cancel_rate": cancel_rate,
         "rate_limit": rate_limit,
         **({"mcp_crash_rate": mcp_crash_rate} if mcp_crash_rate else {}),
+        **({"subagents": True} if subagents else {}),
     }
-    plans = _plan(seed, sessions, turns, cancel_rate, mcp=mcp_crash_rate > 0)
+    plans = _plan(seed, sessions, turns, cancel_rate, mcp=mcp_crash_rate > 0, subagents=subagents)
     workers = min(sessions, 16)
     slots = max(1, workers // 2)
     mark = f"{os.getpid()}-{seed}-{time.time_ns()}"
@@ -135,15 +142,19 @@ def chaos_run(
             if mcp_crash_rate > 0:
                 settings = _with_mcp(settings, mark)
             system = ActorSystem(ask_timeout=settings.timeouts.ask)
+            # A parent's tool round holds its children's whole turns (run side by side).
+            family = 2 if subagents else 1
             bound = turn_bound(
                 settings,
-                model_calls=_MODEL_CALLS,
-                tool_rounds=_TOOL_ROUNDS,
+                model_calls=_MODEL_CALLS * family,
+                tool_rounds=_TOOL_ROUNDS * family + family - 1,
                 retry_after=(faults.retry_after_ms or 0) / 1000,
                 restart_wait=system.restart_wait,
                 # Every turn running may have a request ahead of this one at the gate.
                 gate_wait=0.0 if rate_limit is None else slots / rate_limit,
             )
+            if subagents:
+                settings = _with_subagents(settings, child_bound=bound.seconds / 2)
             credential = OAuthCredential(
                 provider.token_url, DEFAULT_REFRESH_TOKEN, access_token="chaos-token"
             )
@@ -161,6 +172,7 @@ def chaos_run(
         violations = (
             _turn_violations(logs, bound, tally.crashed_on)
             + _store_violations(root / "sessions.db", logs)
+            + (_family_violations(root / "sessions.db", logs, settings) if subagents else [])
             + violations
         )
     with tally.lock:
@@ -289,6 +301,20 @@ def _with_mcp(settings: Settings, mark: str) -> Settings:
     )
     servers = {MCP_NAME: mcp_settings(_MARK, mark, settings.tools.shell_timeout)}
     return msgspec.structs.replace(settings, tools=tools, mcp_servers=servers)
+
+
+def _with_subagents(settings: Settings, *, child_bound: float) -> Settings:
+    """``settings`` whose ``general`` children are cancelled at the bound of a turn of their own."""
+    general = AgentProfile(description="a part of the parent's task", deadline=child_bound)
+    return msgspec.structs.replace(settings, agents=AgentsSettings(profiles={"general": general}))
+
+
+def _family_violations(path: Path, logs: Sequence[_SessionLog], settings: Settings) -> list[str]:
+    # A child ends at the latest when its tools are killed, after its parent's turn ended; then its end is
+    # written (a few asks, each of which may wait out a restart).
+    outlive = settings.tools.kill_after + 4 * settings.timeouts.ask
+    with SessionStore.open(path) as store:
+        return family_violations(store, [log.plan.session_id for log in logs], outlive=outlive)
 
 
 def _drive_all(

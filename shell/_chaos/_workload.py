@@ -38,6 +38,19 @@ _SCRIPTS: dict[str, Script] = {
         ]
     ),
     "look": Script.task([FinalAnswer("Two pictures, both of a build log.")]),
+    "fanout": Script.task(
+        [
+            ToolStep(
+                [
+                    ("agent", {"description": "notes", "prompt": "Write the notes. [[script:files]]"}),
+                    ("agent", {"description": "answer", "prompt": "Answer at length. [[script:answer]]"}),
+                    ("agent", {"description": "command", "prompt": "Run the command. [[script:shell]]"}),
+                ],
+                text="Handing the parts to subagents.",
+            ),
+            FinalAnswer("The subagents have answered."),
+        ]
+    ),
 }
 """The model's behaviours; a prompt picks one with a ``[[script:NAME]]`` directive."""
 
@@ -95,10 +108,13 @@ class _SessionPlan:
     turns: tuple[_TurnPlan, ...]
 
 
-def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = False) -> list[_SessionPlan]:
+def _plan(
+    seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = False, subagents: bool = False
+) -> list[_SessionPlan]:
     rng = random.Random(f"turnkeep-chaos/{seed}")
-    # Its own generator, so that a run without MCP draws exactly what it drew before MCP existed.
+    # Their own generators, so that a run without MCP or subagents draws exactly what it drew before.
     mcp_rng = random.Random(f"turnkeep-chaos-mcp/{seed}")
+    family_rng = random.Random(f"turnkeep-chaos-subagents/{seed}")
     plans = []
     for s in range(sessions):
         oversized_turn = turns - 1 if turns > 1 and rng.random() < 0.1 else None
@@ -126,6 +142,9 @@ def _plan(seed: int, sessions: int, turns: int, cancel_rate: float, mcp: bool = 
                 # Drawn last, so that every other draw is the one a run without MCP makes.
                 text, images = text.replace(f"[[script:{script}]]", "[[script:mcp]]"), ()
                 script = "mcp"
+            elif subagents and family_rng.random() < 0.4:
+                text, images = text.replace(f"[[script:{script}]]", "[[script:fanout]]"), ()
+                script = "fanout"
             turn_plans.append(_TurnPlan(t, text, script, images, cancel, oversized))
         plans.append(_SessionPlan(f"session {s + 1}", f"chaos-{seed}-{s + 1:03d}", tuple(turn_plans)))
     return plans

@@ -116,6 +116,11 @@ def _build_parser() -> argparse.ArgumentParser:
     chaos.add_argument(
         "--host-kills", type=int, default=5, metavar="N", help="with --kill-host-every: kill it N times"
     )
+    chaos.add_argument(
+        "--subagents",
+        action="store_true",
+        help="about 2 turns in 5 fan out to three child sessions; the families are checked too",
+    )
     chaos.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -167,6 +172,7 @@ def _dispatch(options: argparse.Namespace) -> int:
                 profile=options.fault_profile,
                 as_json=options.json,
                 mcp_crash_rate=options.mcp_crash_rate,
+                subagents=options.subagents,
             )
         except ValueError as error:
             raise CliUsageError(str(error)) from error
@@ -182,8 +188,15 @@ def _host_kills(options: argparse.Namespace) -> int:
 
     from .._chaos import host_kill_run, print_host_kill_report
 
-    if options.actor_crash_rate or options.mcp_crash_rate or options.rate_limit is not None:
-        raise CliUsageError("--kill-host-every takes no --actor-crash-rate, --mcp-crash-rate or --rate-limit")
+    if (
+        options.actor_crash_rate
+        or options.mcp_crash_rate
+        or options.rate_limit is not None
+        or options.subagents
+    ):
+        raise CliUsageError(
+            "--kill-host-every takes no --actor-crash-rate, --mcp-crash-rate, --rate-limit or --subagents"
+        )
     try:
         report = host_kill_run(
             seed=options.seed,

@@ -83,7 +83,9 @@ class AgentsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError(f"agents.max_depth: must be at most {MAX_AGENT_DEPTH}, got {self.max_depth}")
         for name, profile in self.profiles.items():
             if not _PROFILE_NAME.fullmatch(name):
-                raise ValueError(f"agents.{name}: a profile's name is letters, digits, '_' and '-' (1 to 64)")
+                raise ValueError(
+                    f"agents.profiles: {name!r} is not a profile name (letters, digits, '_' and '-', 1 to 64)"
+                )
             for key, problem in profile.problems():
                 raise ValueError(f"agents.{name}.{key}: {problem}")
 

@@ -173,6 +173,7 @@ class Subagents:
             link.turn, link.call, child_id, args.agent, args.description, existing is not None
         )
         start = ChildStart(child_id, context.workspace, link, profile, args.prompt, watch)
+        opened: list[Address] = []
         address: Address | None = None
         deadline: float | None = None
         parent.tell(began)
@@ -181,12 +182,17 @@ class Subagents:
                 stored = await trio.to_thread.run_sync(self._stored_end, child_id)
                 if stored is not None:  # it ended before: that end is the result, it is not run again
                     return self._ended(parent, began, stored, None, "", context)
+
+            def open_child() -> None:
+                opened.append(self._open_child(start))  # kept even when the call is cancelled meanwhile
+
             try:
-                address = await trio.to_thread.run_sync(self._open_child, start)
+                await trio.to_thread.run_sync(open_child)
             except Exception as exc:
                 logger.warning("subagent %s: it could not be started", child_id, exc_info=True)
                 failure = ev.TurnFailed(child_id, 1, "internal", f"it could not be started: {exc}")
                 return self._ended(parent, began, failure, None, "", context)
+            address = opened[0]
             if existing is not None:  # it may have ended between the look and the subscription
                 stored = await trio.to_thread.run_sync(self._stored_end, child_id)
                 if stored is not None:
@@ -200,6 +206,7 @@ class Subagents:
                     await watch.ended.wait()
             return self._ended(parent, began, watch.end, deadline, watch.text(), context)
         except trio.Cancelled:
+            address = opened[0] if opened else None
             if address is not None:
                 address.tell(Cancel("aborted"))
                 with trio.CancelScope(shield=True), trio.move_on_after(self._grace + 1.0):
@@ -208,7 +215,7 @@ class Subagents:
             self._ended(parent, began, end, None, watch.text(), context)
             raise
         finally:
-            if address is not None:
+            if opened or existing is None:  # created, or it may have been: nothing of it is left open
                 self._close_later(child_id)
 
     def _ended(
@@ -251,6 +258,8 @@ class Subagents:
         def close() -> None:
             try:
                 self._close_child(child_id)
+            except SessionNotFound:
+                pass  # it was never created
             except Exception:
                 logger.warning("subagent %s: it could not be closed", child_id, exc_info=True)
 
