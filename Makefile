@@ -42,7 +42,8 @@ bench: $(STAMP_TEST)
 	$(BIN)/python bench/run_all.py
 
 # Turns killed with SIGKILL mid-turn and finished by the next host (100 runs on SQLite, 25 on PostgreSQL),
-# the core promise under actor crashes and provider faults, then hosts killed and started again.
+# the core promise under actor crashes and provider faults, then hosts killed and started again, then
+# turns that fan out to child sessions under actor crashes.
 chaos: $(STAMP_TEST)
 	TURNKEEP_KILL_RUNS=100 REQUIRE_POSTGRES_TESTS=1 $(BIN)/python -m pytest -q tests/shell/session/test_resume_after_kill.py
 	for rate in 0.02 0.05 0.1; do for seed in 1 2 3 4 5; do \
@@ -53,6 +54,9 @@ chaos: $(STAMP_TEST)
 	done
 	for seed in 1 2 3; do \
 		$(BIN)/turnkeep chaos --seed $$seed --sessions 20 --turns 5 --kill-host-every 1 --host-kills 5 || exit 1; \
+	done
+	for seed in 1 2 3; do \
+		$(BIN)/turnkeep chaos --seed $$seed --sessions 30 --turns 4 --actor-crash-rate 0.05 --subagents || exit 1; \
 	done
 
 clean:

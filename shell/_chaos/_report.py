@@ -75,6 +75,8 @@ class ChaosReport(msgspec.Struct, frozen=True):
     rate_limit: float | None = None
     """Requests per second the embedded provider allowed (None: no limit)."""
     mcp_kills: int = 0
+    children: int = 0
+    """Child sessions the turns that fanned out ran (``--subagents``)."""
     """MCP server processes SIGKILLed by the run (``--mcp-crash-rate``)."""
 
 
@@ -185,6 +187,7 @@ def _build_report(
     runtime: dict[str, int],
     violations: list[str],
     mcp_kills: int = 0,
+    children: int = 0,
 ) -> ChaosReport:
     turns = [t for log in logs for t in log.turns]
     events: collections.Counter[type] = collections.Counter()
@@ -253,6 +256,7 @@ def _build_report(
         ),
         rate_limit=options.get("rate_limit"),
         mcp_kills=mcp_kills,
+        children=children,
     )
 
 
@@ -287,6 +291,7 @@ def print_report(report: ChaosReport) -> None:
         *((f"cancel: {result}", n) for result, n in report.cancels.items()),
         ("prompts refused (sent again)", report.prompts_refused),
         *((("MCP server processes killed", report.mcp_kills),) if report.mcp_kills else ()),
+        *((("child sessions run", report.children),) if report.children else ()),
     ]
     table("faults and recoveries", ("what", "count"), recoveries)
     kinds = [*report.crashes, *report.other_crashes, *report.escalations, *report.killed]

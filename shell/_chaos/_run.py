@@ -172,14 +172,18 @@ def chaos_run(
         violations = (
             _turn_violations(logs, bound, tally.crashed_on)
             + _store_violations(root / "sessions.db", logs)
-            + (_family_violations(root / "sessions.db", logs, settings) if subagents else [])
             + violations
         )
+        children = 0
+        if subagents:
+            children, found = _families(root / "sessions.db", logs, settings)
+            violations += found
     with tally.lock:
         violations += [f"an actor crashed by itself: {error}" for error in tally.other_errors]
     violations += [f"left behind: {leak}" for leak in leaks(before, _settle(before, mark))]
     return _build_report(
         mcp_kills=mcp_kills,
+        children=children,
         options=options,
         duration=time.monotonic() - started,
         bound=bound,
@@ -309,12 +313,15 @@ def _with_subagents(settings: Settings, *, child_bound: float) -> Settings:
     return msgspec.structs.replace(settings, agents=AgentsSettings(profiles={"general": general}))
 
 
-def _family_violations(path: Path, logs: Sequence[_SessionLog], settings: Settings) -> list[str]:
+def _families(path: Path, logs: Sequence[_SessionLog], settings: Settings) -> tuple[int, list[str]]:
+    """How many children the sessions ran, and what is wrong with their families."""
     # A child ends at the latest when its tools are killed, after its parent's turn ended; then its end is
     # written (a few asks, each of which may wait out a restart).
     outlive = settings.tools.kill_after + 4 * settings.timeouts.ask
+    roots = [log.plan.session_id for log in logs]
     with SessionStore.open(path) as store:
-        return family_violations(store, [log.plan.session_id for log in logs], outlive=outlive)
+        children = sum(len(store.children(root)) for root in roots)
+        return children, family_violations(store, roots, outlive=outlive)
 
 
 def _drive_all(
