@@ -22,6 +22,7 @@ __all__ = [
     "HistoryMessage",
     "HistoryView",
     "McpServerView",
+    "ParentOrigin",
     "PendingPermission",
     "PermissionAnswer",
     "PermissionTaken",
@@ -132,10 +133,21 @@ class ForkOrigin(msgspec.Struct, frozen=True):
     turn: int
 
 
+class ParentOrigin(msgspec.Struct, frozen=True):
+    """The session, turn and ``agent`` tool call whose child a session is, and the profile it runs."""
+
+    session: str
+    turn: int
+    call: str
+    profile: str
+
+
 class SessionView(msgspec.Struct, frozen=True):
     """A session as the store and the host know it. ``turns`` is the last turn begun; ``active`` says
     whether its actors run now (not passivated); ``usage`` sums its ended turns (null before the first);
-    ``forked_from`` names its parent when it is a fork (null otherwise)."""
+    ``forked_from`` names its parent when it is a fork (null otherwise); ``parent`` the call that runs it
+    when it is a subagent's session (null otherwise), and ``children`` the ids of the sessions its own
+    ``agent`` calls ran, oldest first (their streams are read like any session's)."""
 
     id: str
     workspace: str
@@ -149,6 +161,8 @@ class SessionView(msgspec.Struct, frozen=True):
     pending_permissions: list[PendingPermission]
     usage: SessionUsage | None = None
     forked_from: ForkOrigin | None = None
+    parent: ParentOrigin | None = None
+    children: list[str] = msgspec.field(default_factory=list)
 
 
 class SessionList(msgspec.Struct, frozen=True):

@@ -83,9 +83,13 @@ def _view(
     record: SessionRecord,
     active: set[str],
     usage: list[TurnUsageRecord] | None = None,
+    children: list[str] | None = None,
 ) -> api.SessionView:
     if usage is None:
         usage = ctx.host.turn_usage(record.id)
+    if children is None:
+        children = [child.id for child in ctx.host.store.children(record.id)]
+    link = record.parent
     return api.SessionView(
         id=record.id,
         workspace=record.workspace,
@@ -99,6 +103,8 @@ def _view(
         pending_permissions=ctx.taps.pending(record.id),
         usage=_usage(usage),
         forked_from=None if record.forked_from is None else api.ForkOrigin(*record.forked_from),
+        parent=None if link is None else api.ParentOrigin(link.session, link.turn, link.call, link.profile),
+        children=children,
     )
 
 
@@ -167,7 +173,13 @@ async def _list_sessions(ctx: ServeContext, request: Request) -> Response:
         active = set(ctx.host.active())
         usage = ctx.host.usage_by_session()
         sessions = ctx.host.list_sessions()
-        return api.SessionList([_view(ctx, r, active, usage.get(r.id, [])) for r in sessions])
+        children: dict[str, list[str]] = {}
+        for record in sessions:
+            if record.parent is not None:
+                children.setdefault(record.parent.session, []).append(record.id)
+        return api.SessionList(
+            [_view(ctx, r, active, usage.get(r.id, []), children.get(r.id, [])) for r in sessions]
+        )
 
     return json_response(await _blocking(listing))
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from shell.serve._api import SESSION_ID
 from shell.session import SessionPath, check_session_id
 from shell.subagents import child_session_id
+from shell.subagents._ids import MAX_CHILD_ID
 
 
 def test_the_same_call_gives_the_same_child() -> None:
@@ -46,3 +48,12 @@ def test_child_and_grandchild_ids_are_valid_session_ids() -> None:
         assert check_session_id(session_id) == session_id
         assert SessionPath(session_id, "host").subtree == f"host/session/{session_id}"
     assert grandchild.startswith(child + ".agent-2-")
+
+
+def test_a_child_id_stays_within_what_the_http_service_takes_however_long_its_parents_are() -> None:
+    parent = "p" * 60
+    child = child_session_id(parent, 12, "call_x")
+    grandchild = child_session_id(child, 3, "call_y")
+    assert len(child) == len(grandchild) == MAX_CHILD_ID
+    assert child != child_session_id(parent, 12, "call_z")
+    assert SESSION_ID.fullmatch(child) and SESSION_ID.fullmatch(grandchild)
