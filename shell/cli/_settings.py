@@ -23,6 +23,7 @@ from ..credentials import CredentialProvider
 from ..facade import Host, Session
 from ..host import HostError
 from ..store import StoreError
+from ..subagents import AGENT_TOOL
 
 __all__ = [
     "CliUsageError",
@@ -108,15 +109,16 @@ def policy_factory(
     """A maker of each session's permission policy.
 
     ``allow`` tools run without asking, whatever the configuration says. The other rules are the
-    configuration's (deny, then allow, then ask) and the built-in defaults. What they would ask about
-    is allowed with ``allow_all``; otherwise it is asked when ``interactive``, and denied when not with a
-    reason that says which option allows it.
+    configuration's (deny, then allow, then ask), ``agent`` allowed, and the built-in defaults. What they
+    would ask about is allowed with ``allow_all``; otherwise it is asked when ``interactive``, and denied
+    when not with a reason that says which option allows it.
     """
     fallback: Action = "allow" if allow_all else "ask"
     rules = [PermissionRule(tool, "allow") for tool in allow]
     rules += [PermissionRule(tool, "deny") for tool in settings.tools.deny]
     rules += [PermissionRule(tool, "allow") for tool in settings.tools.allow]
     rules += [PermissionRule(tool, fallback) for tool in settings.tools.ask]
+    rules.append(PermissionRule(AGENT_TOOL, "allow"))  # a child's own tools are checked by its policy
     rules += [
         msgspec.structs.replace(rule, action=fallback) if rule.action == "ask" else rule
         for rule in DEFAULT_RULES

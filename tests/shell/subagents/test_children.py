@@ -85,8 +85,9 @@ def test_a_child_that_runs_past_its_deadline_is_cancelled_and_its_partial_answer
     assert not _running_commands("started-sleep60")
 
 
-def test_cancelling_the_parent_mid_fan_out_cancels_every_child_and_leaves_nothing_running(
-    tmp_path: Path,
+@pytest.mark.parametrize("how", ["cancel", "close"])
+def test_cancelling_or_closing_the_parent_mid_fan_out_ends_every_child_and_leaves_nothing_running(
+    tmp_path: Path, how: str
 ) -> None:
     requests = Requests()
     with family_host(tmp_path, requests) as (host, _):
@@ -96,7 +97,10 @@ def test_cancelling_the_parent_mid_fan_out_cancels_every_child_and_leaves_nothin
         address.ask(UserPrompt("fan quick:sleep31 quick:sleep32 quick:sleep33 quick:sleep34"))
         assert wait_until(lambda: _children_in_their_tool(host) == 4, 30)
         cancelled_at = time.monotonic()
-        assert address.ask(Cancel())
+        if how == "cancel":
+            assert address.ask(Cancel())
+        else:
+            host.close("p")
         end, seen = until_end(events)
         children = host.store.children("p")
         assert wait_until(lambda: all(_stored_end(host.store, c.id) is not None for c in children), 10)
@@ -107,6 +111,7 @@ def test_cancelling_the_parent_mid_fan_out_cancels_every_child_and_leaves_nothin
         assert not set(host.active()) & {c.id for c in children}
         assert host.subagents.running == 0
     assert isinstance(end, ev.TurnCancelled)
+    assert end.reason == ("user_cancelled" if how == "cancel" else "aborted")
     assert len(children) == 4
     assert ended_within < 2.5 + 2.0  # the abort grace, and slack for a busy machine
     # Every child the parent heard begin, it heard end: as cancelled.
