@@ -148,7 +148,7 @@ class AgentHost:
         self._secret_watches = watch_host_secrets(settings, self._credentials, os.environ)
         self.gate = TurnGate(settings.host.max_concurrent_turns)
         self.subagents = Subagents(
-            settings.agents, self.store, self._open_child, self.close, grace=settings.tools.abort_grace
+            settings.agents, self.store, self._open_child, self._close_child, grace=settings.tools.abort_grace
         )
         """The children the sessions' ``agent`` calls run, within the limits of ``[agents]``."""
         self._sessions: dict[str, OpenSession] = {}
@@ -286,6 +286,12 @@ class AgentHost:
             address = self.resume(child_id, subscribers=[start.subscriber])
         self._prompt_child(address, child_id, start.prompt)
         return address
+
+    def _close_child(self, child_id: str) -> None:
+        """Close a child once its call has its result; a host shutting down stops it itself (its turn is
+        cancelled ``aborted``), and it is taken up again, as stored, by the next host."""
+        if not self._closed.is_set():
+            self.close(child_id)
 
     def _prompt_child(self, address: Address, child_id: str, prompt: str) -> None:
         """Prompt the child unless its prompt was acknowledged before (its turn begun or stored as waiting),

@@ -215,7 +215,7 @@ class Subagents:
             self._ended(parent, began, end, None, watch.text(), context)
             raise
         finally:
-            if opened or existing is None:  # created, or it may have been: nothing of it is left open
+            if opened or existing is None or existing.status != "closed":  # nothing of it is left open
                 self._close_later(child_id)
 
     def _ended(

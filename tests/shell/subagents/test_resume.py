@@ -59,12 +59,15 @@ def test_a_parent_resumed_after_its_host_was_killed_does_not_run_its_finished_ch
             again.resume("p", subscribers=[events])
             end, seen = until_end(events)
             children = again.store.children("p")
+            closed = wait_until(
+                lambda: {again.store.get_session(c.id).status for c in children} == {"closed"}, 10
+            )
     assert isinstance(end, ev.TurnCompleted)
     late, a, b = results(end)
     assert (a, b) == ("a done", "b done")
     assert late == "sleep8 woke"  # its shell call was interrupted (it may have had effects): not run again
     assert (requests.count("a"), requests.count("b")) == (1, 1)
-    assert len(children) == 3
+    assert len(children) == 3 and closed
     started = of_type(seen, ev.SubagentStarted)
     assert len(started) == 3 and all(e.reattached for e in started)
     assert sorted(e.outcome for e in of_type(seen, ev.SubagentFinished)) == ["completed"] * 3
