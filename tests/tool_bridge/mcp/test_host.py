@@ -123,6 +123,7 @@ def test_the_configured_idempotency_classes_reach_a_sessions_tools_and_change_no
             provider,
             tmp_path,
             TURNKEEP_TOOLS__IDEMPOTENCY="shell=idempotent,fx__echo=side_effecting,fx__later=read_only",
+            TURNKEEP_AGENTS__ENABLED="false",  # the tools offered are then exactly the registry's
         )
         with AgentHost(settings.replace(mcp_servers={"fx": fixture_settings()}), credentials=KEY) as host:  # type: ignore[arg-type]
             host.open(tmp_path / "ws", session_id="s1")
