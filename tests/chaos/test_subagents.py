@@ -22,7 +22,7 @@ from shell.store import ParentLink, SessionStore
 def test_a_short_run_that_fans_out_under_actor_crashes_exits_0_with_no_violation() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = run(seed=2, sessions=6, turns=3, actor_crash_rate=0.05, as_json=True, subagents=True)
+        code = run(seed=2, sessions=4, turns=2, actor_crash_rate=0.05, as_json=True, subagents=True)
     report: dict[str, Any] = msgspec.json.decode(out.getvalue())
     assert report["violations"] == []
     assert code == 0
