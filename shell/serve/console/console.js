@@ -104,8 +104,10 @@ function turnUsageWords(usage) {
 
 const STATUS = { idle: "idle", in_turn: "in a turn", closed: "closed" };
 
-function sessionItem(s) {
+function sessionItem(s, depth = 0) {
   const facts = [plural(s.turns, "turn")];
+  if (s.parent) facts.push(`subagent (${s.parent.profile}) of ${s.parent.session}, turn ${s.parent.turn}`);
+  if (s.children && s.children.length) facts.push(plural(s.children.length, "subagent"));
   if (!s.active && s.status !== "closed") facts.push("passivated");
   if (s.pending_permissions.length) facts.push(`${count(s.pending_permissions.length)} waiting for permission`);
   const item = el("li", { "data-id": s.id, "data-status": s.status },
@@ -114,15 +116,33 @@ function sessionItem(s) {
       ` ${facts.join(" · ")}`),
     el("div", { class: "usage" }, s.usage ? usageWords(s.usage, s.usage.cost) : "no usage yet"));
   if (s.id === state.selected) item.classList.add("selected");
+  if (depth) {
+    item.classList.add("child");
+    item.dataset.depth = String(depth);
+    item.style.marginLeft = `${depth * 1.25}rem`;
+  }
   item.addEventListener("click", () => select(s.id));
   return item;
+}
+
+// Each session followed by its children (a subagent's session under the one whose call ran it), deepest
+// last; a child whose parent is not listed stands on its own.
+function familyOrder(sessions) {
+  const byId = new Map(sessions.map((s) => [s.id, s]));
+  const ordered = [];
+  const visit = (s, depth) => {
+    ordered.push([s, depth]);
+    for (const id of s.children || []) if (byId.has(id)) visit(byId.get(id), depth + 1);
+  };
+  for (const s of sessions) if (!s.parent || !byId.has(s.parent.session)) visit(s, 0);
+  return ordered;
 }
 
 async function refreshSessions() {
   if (!state.token) return;
   let data;
   try { data = await api("GET", "/v1/sessions"); } catch (error) { showError(error.message); return; }
-  $("sessions").replaceChildren(...data.sessions.map(sessionItem));
+  $("sessions").replaceChildren(...familyOrder(data.sessions).map(([s, depth]) => sessionItem(s, depth)));
   if (!data.sessions.length) $("sessions").append(el("li", { class: "empty" }, "No sessions yet."));
   const remembered = sessionStorage.getItem("turnkeep-session");
   if (!state.selected && remembered && data.sessions.some((s) => s.id === remembered)) select(remembered);
@@ -412,6 +432,8 @@ function handle(frame) {
       break;
     case "doom_loop_warning": notice(turn, "repeating", `the model repeats itself (${words(e.reason)}); it was told to change approach`); break;
     case "turn_resumed": notice(turn, "resumed", `its host had stopped; it goes on after step ${e.steps_done}` + (e.rerun.length ? `, ${e.rerun.length} tool calls run again` : "") + (e.interrupted.length ? `, ${e.interrupted.length} interrupted (they may have taken effect)` : ""), "resumed"); break;
+    case "subagent_started": notice(turn, "subagent", `${e.profile} subagent ${e.child} started: ${e.description}` + (e.reattached ? " (taken up again)" : ""), "subagent"); break;
+    case "subagent_finished": notice(turn, "subagent", `${e.profile} subagent ${e.child} ${words(e.outcome)}` + (e.message ? `: ${e.message}` : ""), "subagent"); break;
     case "prompt_queued": add(turn, el("div", { class: "event prompt" }, el("span", { class: "kind" }, "waiting"), el("div", { class: "text" }, e.text))); break;
     case "gap": notice(lastTurn(), "gap", `${count(e.dropped_bytes)} bytes of streamed text were not shown; the stored text follows`); break;
     case "turn_completed": case "turn_failed": case "turn_cancelled": turnEnd(frame.event, e); break;
