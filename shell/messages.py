@@ -12,9 +12,7 @@ import msgspec
 
 from sampler import ImagePart
 
-from .usage import TurnUsage
-
-__all__ = ["Cancel", "SubagentBegan", "SubagentEnded", "Subscribe", "Unsubscribe", "UserPrompt"]
+__all__ = ["Cancel", "Subscribe", "Unsubscribe", "UserPrompt"]
 
 
 class UserPrompt(msgspec.Struct, frozen=True, tag=True):
@@ -43,28 +41,3 @@ class Unsubscribe(msgspec.Struct, frozen=True, tag=True):
     """Stop the events of :class:`Subscribe`."""
 
     subscriber: Any
-
-
-class SubagentBegan(msgspec.Struct, frozen=True, tag=True):
-    """Told to a parent session by its ``agent`` call ``call_id`` of turn ``turn``: the child session
-    ``child`` runs (or was taken up again: ``reattached``). The turn records it as ``SubagentStarted``."""
-
-    turn: int
-    call_id: str
-    child: str
-    profile: str
-    description: str
-    reattached: bool = False
-
-
-class SubagentEnded(msgspec.Struct, frozen=True, tag=True):
-    """Told to a parent session once the child of its ``agent`` call ``call_id`` has ended and the call has
-    its result; ``outcome`` as in ``SubagentFinished``. The turn records it and itemises ``usage``."""
-
-    turn: int
-    call_id: str
-    child: str
-    profile: str
-    outcome: str
-    message: str = ""
-    usage: TurnUsage = TurnUsage()

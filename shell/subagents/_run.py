@@ -19,7 +19,7 @@ from tool_bridge import ToolContext, ToolError
 
 from .. import events as ev
 from ..config import AgentProfile, AgentsSettings
-from ..messages import Cancel, SubagentBegan, SubagentEnded
+from ..messages import Cancel
 from ..store import ParentLink, SessionNotFound, SessionRecord, SessionStore
 from ._ids import child_session_id
 from ._limits import ChildCounts, refusal
@@ -65,7 +65,7 @@ class Subagents:
     * its child session is ``child_session_id(parent, turn, call)``: a call run again (its parent's turn
       resumed) takes up the same child; a child that had ended is not run again, its stored end is the
       result;
-    * the parent hears ``SubagentBegan`` then ``SubagentEnded`` (its turn records them as events and
+    * the parent is told ``SubagentStarted`` then ``SubagentFinished`` (its turn records them, and
       itemises the child's usage);
     * the result is the child's final answer when its turn completes, else one ``is_error`` result
       saying why: failed (with its kind), cancelled, or past the profile's ``deadline`` (then the child is
@@ -169,8 +169,14 @@ class Subagents:
             parent.tell(ev.SubagentEvent(parent.session_id, link.turn, link.call, child_id, body))
 
         watch = _Watch(trio.lowlevel.current_trio_token(), relay)
-        began = SubagentBegan(
-            link.turn, link.call, child_id, args.agent, args.description, existing is not None
+        began = ev.SubagentStarted(
+            parent.session_id,
+            link.turn,
+            link.call,
+            child_id,
+            args.agent,
+            args.description,
+            existing is not None,
         )
         start = ChildStart(child_id, context.workspace, link, profile, args.prompt, watch)
         opened: list[Address] = []
@@ -221,7 +227,7 @@ class Subagents:
     def _ended(
         self,
         parent: ParentSide,
-        began: SubagentBegan,
+        began: ev.SubagentStarted,
         end: ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled | None,
         deadline: float | None,
         partial: str,
@@ -232,7 +238,8 @@ class Subagents:
             began.profile, end, deadline=deadline, partial=partial, output_cap=context.limits.output_cap
         )
         parent.tell(
-            SubagentEnded(
+            ev.SubagentFinished(
+                began.session,
                 began.turn,
                 began.call_id,
                 began.child,

@@ -22,8 +22,9 @@ from sampler import (
 )
 from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolsFinished
 
+from .. import events as ev
 from .._protocol import BuiltRequest, CompactionTask
-from ..messages import SubagentBegan, SubagentEnded, UserPrompt
+from ..messages import UserPrompt
 from ._resume import ResumePlan
 
 __all__ = [
@@ -203,8 +204,8 @@ TurnInput = (
     | ToolCallBegan
     | ToolCallEnded
     | ToolsFinished
-    | SubagentBegan
-    | SubagentEnded
+    | ev.SubagentStarted
+    | ev.SubagentFinished
 )
 """Everything :meth:`~shell.turn.TurnMachine.feed` accepts."""
 
@@ -219,8 +220,8 @@ SIBLING_MESSAGES: tuple[type, ...] = (
     ToolCallBegan,
     ToolCallEnded,
     ToolsFinished,
-    SubagentBegan,
-    SubagentEnded,
+    ev.SubagentStarted,
+    ev.SubagentFinished,
 )
 """The sampler's and the tool supervisor's messages (and the news of the turn's ``agent`` calls) that are
 turn inputs as they come: a session hands them to its turn unchanged."""

@@ -64,7 +64,6 @@ from ..bridge import (
 )
 from ..compaction import shrank_enough
 from ..doom_loop import DOOM_LOOP_REMINDER, DoomLoopDetector, DoomLoopVerdict
-from ..messages import SubagentBegan, SubagentEnded
 from ..usage import Price, TokenUsage, TurnUsage, cost_of
 from ._actions import (
     AppendMessage,
@@ -249,7 +248,7 @@ class TurnMachine:
         """The answer the ``Ask…`` in flight expects (PREPARING only)."""
         self._steps_usage = TokenUsage()
         self._compaction_usage = TokenUsage()
-        self._children = Children(settings.session_id, number)
+        self._children = Children(number)
         self._handlers: dict[type, Callable[[Any, float], list[TurnAction]]] = {
             Begin: self._begin,
             Resume: self._resumed,
@@ -277,8 +276,8 @@ class TurnMachine:
             ToolCallBegan: self._tool_began,
             ToolCallEnded: self._tool_ended,
             ToolsFinished: self._tools_finished,
-            SubagentBegan: lambda message, _: [Emit(e) for e in self._children.began(message)],
-            SubagentEnded: lambda message, _: [Emit(e) for e in self._children.ended(message)],
+            ev.SubagentStarted: lambda message, _: [Emit(e) for e in self._children.began(message)],
+            ev.SubagentFinished: lambda message, _: [Emit(e) for e in self._children.ended(message)],
         }
 
     @property

@@ -1,6 +1,6 @@
-"""The children of a turn, as the turn keeps account of them. Each ``SubagentBegan`` of the turn is
-recorded once as ``SubagentStarted`` and each ``SubagentEnded`` once as ``SubagentFinished`` (news of
-another turn, repeats, and ends of calls that never began are ignored); each ended child's usage is itemised
+"""The children of a turn, as the turn keeps account of them. Each ``SubagentStarted`` its calls tell is
+recorded once and each ``SubagentFinished`` once (news of another turn, repeats, and ends of calls that
+never began are ignored); each ended child's usage is itemised
 in the turn's usage (its tokens: steps and compactions together); and a turn that ends with a child still
 open emits one ``SubagentFinished`` ``cancelled`` for it before its ``Finish``, so that every started child
 has exactly one end."""
@@ -13,7 +13,7 @@ from shell import turn as tm
 from shell._protocol import BuiltRequest
 from shell.bridge import RecoveryBridge
 from shell.doom_loop import DoomLoopDetector
-from shell.messages import SubagentBegan, SubagentEnded, UserPrompt
+from shell.messages import UserPrompt
 from shell.turn._children import Children
 from shell.usage import ChildUsage, TokenUsage, TurnUsage
 from tool_bridge.messages import ToolsFinished
@@ -28,12 +28,14 @@ CHILD_USAGE = TurnUsage(
 )
 
 
-def began(call_id: str = "c1", turn: int = 7, *, reattached: bool = False) -> SubagentBegan:
-    return SubagentBegan(turn, call_id, f"s.agent-{call_id}", "reviewer", f"task {call_id}", reattached)
+def began(call_id: str = "c1", turn: int = 7, *, reattached: bool = False) -> ev.SubagentStarted:
+    return ev.SubagentStarted(
+        "s", turn, call_id, f"s.agent-{call_id}", "reviewer", f"task {call_id}", reattached
+    )
 
 
-def ended(call_id: str = "c1", turn: int = 7, usage: TurnUsage = CHILD_USAGE) -> SubagentEnded:
-    return SubagentEnded(turn, call_id, f"s.agent-{call_id}", "reviewer", "completed", "", usage)
+def ended(call_id: str = "c1", turn: int = 7, usage: TurnUsage = CHILD_USAGE) -> ev.SubagentFinished:
+    return ev.SubagentFinished("s", turn, call_id, f"s.agent-{call_id}", "reviewer", "completed", "", usage)
 
 
 def started_event(call_id: str = "c1", *, reattached: bool = False) -> ev.SubagentStarted:
@@ -50,18 +52,18 @@ def finished_event(call_id: str = "c1", usage: TurnUsage = CHILD_USAGE) -> ev.Su
 
 
 def test_a_child_that_begins_is_started_once_and_one_that_ends_is_finished_once() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     assert children.began(began()) == [started_event()]
     assert children.ended(ended()) == [finished_event()]
     assert children.left_open("the turn ended") == []
 
 
 def test_a_reattached_child_is_started_as_reattached() -> None:
-    assert Children("s", 7).began(began(reattached=True)) == [started_event(reattached=True)]
+    assert Children(7).began(began(reattached=True)) == [started_event(reattached=True)]
 
 
 def test_news_of_another_turn_is_ignored() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     assert children.began(began(turn=6)) == []
     assert children.ended(ended(turn=6)) == []
     children.began(began())
@@ -71,7 +73,7 @@ def test_news_of_another_turn_is_ignored() -> None:
 
 
 def test_repeats_are_ignored_and_a_call_that_ended_does_not_begin_again() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     children.began(began())
     assert children.began(began()) == []
     children.ended(ended())
@@ -81,13 +83,13 @@ def test_repeats_are_ignored_and_a_call_that_ended_does_not_begin_again() -> Non
 
 
 def test_the_end_of_a_call_that_never_began_is_ignored() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     assert children.ended(ended("nobody")) == []
     assert children.usage == []
 
 
 def test_each_ended_child_s_usage_is_itemised_in_the_order_they_ended() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     for call_id in ("c1", "c2", "c3"):
         children.began(began(call_id))
     cheap = TurnUsage(model="small", steps=TokenUsage(input_tokens=1, output_tokens=1, reported=1))
@@ -114,7 +116,7 @@ def test_each_ended_child_s_usage_is_itemised_in_the_order_they_ended() -> None:
 
 
 def test_children_left_open_when_the_turn_ends_are_finished_cancelled_once() -> None:
-    children = Children("s", 7)
+    children = Children(7)
     children.began(began("c1"))
     children.began(began("c2"))
     children.ended(ended("c1"))
