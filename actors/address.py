@@ -205,6 +205,18 @@ class Address:
                 dead = leftovers
         self._dead(dead, reason)
 
+    def _forgettable(self) -> bool:
+        """Whether nothing runs, starts, waits or is watched here, and nothing would start here by itself:
+        a fresh address in its place would behave the same."""
+        with self._lock:
+            return (
+                self._state in (_State.UNBOUND, _State.STOPPED)
+                and not self._pending
+                and not self._watchers
+                and not self._unanswered
+                and self._activator is None
+            )
+
     def _close(self, reason: str) -> None:
         """No incarnation will follow: everything waiting becomes a dead letter, as will later messages.
         With an activator, what waits is kept for the actor the activator is then told to start."""

@@ -200,6 +200,7 @@ class Supervisor(Actor):
             return False
         self._stop_child(child, restarting=False)
         self._children.remove(child)
+        self.on_child_gone(child.address)
         return True
 
     @handles(WhichChildren)
@@ -219,6 +220,7 @@ class Supervisor(Actor):
         if restart is Restart.TEMPORARY:
             child.address._close("the temporary actor ended and is not restarted")
             self._children.remove(child)
+            self.on_child_gone(child.address)
         elif restart is Restart.TRANSIENT and _ended_by_choice(message):
             # As in OTP, the spec stays: a later group restart starts it again.
             child.address._close("the transient actor ended and is not restarted")
@@ -226,6 +228,11 @@ class Supervisor(Actor):
             self._restart(child, message.error)
 
     # -- for subclasses ------------------------------------------------------------------------------
+
+    def on_child_gone(self, address: Address) -> None:
+        """Called once a child is no longer supervised: a temporary one that ended, or one stopped by
+        :class:`StopChild`. Does nothing here; a supervisor whose children never come back may
+        :meth:`ActorSystem.forget` their addresses."""
 
     def start_child(self, spec: ChildSpec) -> Address:
         """Start a child from inside one of this supervisor's own handlers (a subclass's, say) and return

@@ -110,6 +110,23 @@ class ActorSystem:
                 address = self._addresses[name] = Address(name, self)
             return address
 
+    def forget(self, name: str) -> int:
+        """Drop the addresses ``name`` and below it (``name/…``) where nothing runs or starts, nothing
+        waits, nobody watches and no activator is set, so that a long-running system does not keep one for
+        every actor that ever ended; returns how many were dropped. An address asked for again afterwards is
+        a fresh one (``unbound``), which behaves as the dropped one would have; an ``Address`` object still
+        held elsewhere keeps working (its messages become dead letters)."""
+        below = name + "/"
+        with self._lock:
+            dropped = [
+                key
+                for key, address in self._addresses.items()
+                if (key == name or key.startswith(below)) and address._forgettable()
+            ]
+            for key in dropped:
+                del self._addresses[key]
+        return len(dropped)
+
     def spawn(self, spec: ChildSpec, parent: Address | None = None) -> Address:
         """Start a child under ``parent`` (default: the root supervisor) and return its address once its
         ``on_start`` has finished. Raises :class:`~actors.ChildStartError` or ``ValueError``."""

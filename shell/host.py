@@ -489,6 +489,8 @@ class AgentHost:
         if session is not None:
             self._address(session_id).set_activator(None)
             self._stop_subtree(session)
+            # A closed session's actors never come back: the system keeps none of their addresses.
+            self.system.forget(self._path(session_id).subtree)
         self.store.close_session(session_id)
 
     def subscribe(self, session_id: str, subscriber: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from actors import (
+    Address,
     ChaosPolicy,
     ChildSpec,
     ChildStartError,
@@ -99,7 +100,9 @@ class ToolSupervisor(Supervisor):
       outcome they report within ``settings.abort_grace``; `ToolsFinished` is told then (or as soon as
       every call has ended); at ``settings.kill_after`` whatever still runs is killed (job cancelled,
       process group killed, ToolActor stopped); a thread tool left running is reported by `ToolAbandoned`;
-    * when stopped, every ToolActor is stopped and every tool process killed.
+    * when stopped, every ToolActor is stopped and every tool process killed;
+    * a call's ToolActor address is dropped from the actor system once the actor is gone (a long-running
+      session keeps no address per call it ever ran).
 
     With ``redact``, every outcome's content and the arguments of every `PermissionRequested` pass through
     it before they leave (for the host's secrets).
@@ -251,12 +254,17 @@ class ToolSupervisor(Supervisor):
         call.state = CallState.DONE
         self._advance(batch)
 
+    def on_child_gone(self, address: Address) -> None:
+        # A call's actor never comes back (each call has a name of its own): its address is not kept.
+        self.system.forget(address.name)
+
     @handles(Down)
     def _on_down(self, message: Down) -> None:
         call = self._by_actor.pop(message.address, None)
         if call is None:
             return
         self.system.unwatch(self.system.address(message.address), self.address)
+        self.system.forget(message.address)  # if it is gone already (else on_child_gone forgets it)
         self._cancel_timer(call)
         call.actor = None
         if call.outcome is None:
