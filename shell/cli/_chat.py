@@ -14,13 +14,12 @@ from tool_bridge import PermissionDecision, PermissionRequested
 
 from ..config import Settings
 from ..credentials import CredentialProvider
-from . import _fake
 from ._mcp import mcp_command
 from ._run import with_mcp_options
 from ._settings import open_host, open_session, settings_from
 from ._turn_view import EXIT_CANCELLED, EXIT_OK, Interrupts, TextView, drive_turn
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["run"]
 
 _LEAVE = frozenset({"/exit", "/quit"})
 _STATUS = "/status"
@@ -30,16 +29,6 @@ _ANSWERS: dict[str, Literal["allow_once", "allow_always"]] = {
     "a": "allow_always",
     "always": "allow_always",
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``chat``'s own arguments (the host options are added by the caller)."""
-    parser.add_argument(
-        "--fake",
-        metavar="SCENARIO",
-        help="chat with the embedded provider playing SCENARIO (see turnkeep fake-provider --list): "
-        "no key, no network, a temporary store and workspace unless given, the scenario's tools allowed",
-    )
 
 
 def run(options: argparse.Namespace) -> int:
@@ -55,6 +44,8 @@ def run(options: argparse.Namespace) -> int:
     """
     if options.fake is None:
         return _chat(settings_from(options), options)
+    from . import _fake  # the embedded provider's server is needed with --fake alone
+
     with _fake.started(options.fake, os.environ, store=options.store, workspace=options.workspace) as fake:
         sys.stderr.write(
             f"[scenario {fake.scenario.name}: {fake.scenario.description}; "

@@ -1,4 +1,6 @@
-"""The command line: parsing, the sub-commands, and the exit code each error ends in.
+"""The command line: the sub-command the arguments name (parsed by :mod:`._args`), and the exit code
+each error ends in. A command's modules are imported when it runs, so that each command imports what it
+needs alone.
 
 Exit codes (:mod:`._exit_codes`): 0 success (a completed turn), 1 failure (a failed turn), 2 a usage or
 configuration error (one line on stderr; a feature whose extra is not installed is one), 130 a turn
@@ -15,114 +17,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from actors import ActorError
-from sampler.fake import PROFILES, SCENARIOS, FakeProvider, serve_forever
-from tool_bridge.mcp import McpError
-
-from .._extras import MissingExtra
-from ..config import ConfigError
-from ..host import HostError
-from ..store import StoreError
-from . import _chat, _fake, _run, _serve, _sessions
+from ._args import build_parser
 from ._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from ._settings import CliUsageError, add_host_options
+
+if TYPE_CHECKING:
+    from sampler.fake import FakeProvider
 
 __all__ = ["run_command"]
-
-_FAKE_PORT = 8765  # the port of the default provider.base_url
-
-
-class _Parser(argparse.ArgumentParser):
-    """Reports a usage error in one line, not with the whole usage text."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="turnkeep", description="Supervised actors for LLM agent sessions.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    run = commands.add_parser(
-        "run",
-        help="run one turn, without asking (tools that would be asked about are denied)",
-        description="Run one turn. Exit code: 0 completed, 1 failed, 2 usage error, 130 cancelled.",
-    )
-    add_host_options(run)
-    _run.add_arguments(run)
-
-    chat = commands.add_parser("chat", help="chat in a session, one turn per line; Ctrl-C cancels a turn")
-    _run.add_mcp_option(chat)
-    add_host_options(chat)
-    _chat.add_arguments(chat)
-
-    serve = commands.add_parser("serve", help="the host as an HTTP service with event streams and a console")
-    add_host_options(serve)
-    _serve.add_arguments(serve)
-
-    sessions = commands.add_parser("sessions", help="what the session store holds")
-    _sessions.add_arguments(sessions)
-
-    fake = commands.add_parser(
-        "fake-provider", help="serve the embedded model provider on loopback until Ctrl-C"
-    )
-    fake.add_argument("--port", type=int, default=_FAKE_PORT, help=f"default {_FAKE_PORT}; 0 picks one")
-    fake.add_argument("--faults", choices=PROFILES, default="none", help="the fault profile (default none)")
-    fake.add_argument("--seed", type=int, default=0, help="the seed of the faults drawn")
-    fake.add_argument(
-        "--scenario",
-        metavar="NAME",
-        help="play the named scenario (its script, faults and tokens); see --list",
-    )
-    fake.add_argument("--list", action="store_true", help="list the scenarios, one per line, and exit")
-
-    demo = commands.add_parser("demo", help="the live demo: sessions under faults (no API key, no network)")
-    demo.add_argument("--sessions", type=int, metavar="N", help="how many sessions at once")
-    demo.add_argument("--faults", choices=PROFILES, metavar="PROFILE", help=f"one of {', '.join(PROFILES)}")
-    demo.add_argument("--seed", type=int, help="the seed of the faults drawn")
-
-    chaos = commands.add_parser(
-        "chaos",
-        help="many sessions under provider faults, actor crashes and cancels; checks nothing was lost",
-    )
-    chaos.add_argument("--seed", type=int, default=1, help="the seed of every fault drawn (replayable)")
-    chaos.add_argument("--sessions", type=int, default=10, metavar="N")
-    chaos.add_argument("--turns", type=int, default=3, metavar="T")
-    chaos.add_argument("--actor-crash-rate", type=float, default=0.0, metavar="P")
-    chaos.add_argument("--fault-profile", choices=("light", "heavy"), default="light")
-    chaos.add_argument(
-        "--rate-limit",
-        type=float,
-        default=None,
-        metavar="R",
-        help="the embedded provider allows R requests per second (429 with Retry-After beyond)",
-    )
-    chaos.add_argument(
-        "--mcp-crash-rate",
-        type=float,
-        default=0.0,
-        metavar="P",
-        help="give every session a stdio MCP server, crash its actor and kill its process with probability P",
-    )
-    chaos.add_argument(
-        "--kill-host-every",
-        type=float,
-        default=None,
-        metavar="S",
-        help="run the host in a child process, SIGKILL it about every S seconds and start it again",
-    )
-    chaos.add_argument(
-        "--host-kills", type=int, default=5, metavar="N", help="with --kill-host-every: kill it N times"
-    )
-    chaos.add_argument(
-        "--subagents",
-        action="store_true",
-        help="about 2 turns in 5 fan out to three child sessions; the families are checked too",
-    )
-    chaos.add_argument("--json", action="store_true", help="print the report as JSON")
-    return parser
 
 
 def run_command(argv: Sequence[str] | None = None) -> int:
@@ -130,7 +33,17 @@ def run_command(argv: Sequence[str] | None = None) -> int:
 
     A Ctrl-C that is not the command's own to answer propagates as KeyboardInterrupt (the entry point,
     :func:`shell.cli.main`, answers it)."""
-    options = _build_parser().parse_args(argv)
+    options = build_parser().parse_args(argv)  # ends the process for --help and usage errors
+    # Imported once the arguments are parsed: the parser needs none of them.
+    from actors import ActorError
+    from tool_bridge.mcp import McpError
+
+    from .._extras import MissingExtra
+    from ..config import ConfigError
+    from ..host import HostError
+    from ..store import StoreError
+    from ._settings import CliUsageError
+
     try:
         return _dispatch(options)
     except (ConfigError, CliUsageError, McpError, MissingExtra) as error:
@@ -148,17 +61,26 @@ def run_command(argv: Sequence[str] | None = None) -> int:
 def _dispatch(options: argparse.Namespace) -> int:
     command = options.command
     if command == "run":
+        from . import _run
+
         return _run.run(options)
     if command == "chat":
+        from . import _chat
+
         return _chat.run(options)
     if command == "serve":
+        from . import _serve
+
         return _serve.run(options)
     if command == "sessions":
+        from . import _sessions
+
         return _sessions.run(options)
     if command == "fake-provider":
         return _fake_provider(options)
     if command == "chaos":
         from .. import _chaos
+        from ._settings import CliUsageError
 
         if options.kill_host_every is not None:
             return _host_kills(options)
@@ -187,6 +109,7 @@ def _host_kills(options: argparse.Namespace) -> int:
     import msgspec
 
     from .._chaos import host_kill_run, print_host_kill_report
+    from ._settings import CliUsageError
 
     if (
         options.actor_crash_rate
@@ -215,6 +138,10 @@ def _host_kills(options: argparse.Namespace) -> int:
 
 
 def _fake_provider(options: argparse.Namespace) -> int:
+    from sampler.fake import SCENARIOS, serve_forever
+
+    from . import _fake
+
     if options.list:
         width = max(len(name) for name in SCENARIOS)
         for name, scenario in SCENARIOS.items():

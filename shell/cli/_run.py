@@ -16,7 +16,7 @@ from ._exit_codes import EXIT_CANCELLED
 from ._settings import CliUsageError, open_host, open_session, settings_from
 from ._turn_view import Interrupts, JsonView, TextView, View, drive_turn, exit_code
 
-__all__ = ["add_arguments", "add_mcp_option", "run", "with_mcp_options"]
+__all__ = ["run", "with_mcp_options"]
 
 
 def with_mcp_options(settings: Settings, options: list[str]) -> Settings:
@@ -30,24 +30,6 @@ def with_mcp_options(settings: Settings, options: list[str]) -> Settings:
             raise CliUsageError(str(exc)) from None
         servers[name] = server
     return msgspec.structs.replace(settings, mcp_servers=servers) if options else settings
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``run``'s own arguments (the host options are added by the caller)."""
-    parser.add_argument("--json", action="store_true", help="write every event as a JSON line on stdout")
-    add_mcp_option(parser)
-    parser.add_argument("prompt", help="what to ask")
-
-
-def add_mcp_option(parser: argparse.ArgumentParser) -> None:
-    """The repeatable ``--mcp NAME=COMMAND`` option."""
-    parser.add_argument(
-        "--mcp",
-        action="append",
-        default=[],
-        metavar="NAME=COMMAND",
-        help="run the MCP server COMMAND (a command line); its tools are NAME__tool (repeatable)",
-    )
 
 
 def run(options: argparse.Namespace) -> int:

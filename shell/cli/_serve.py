@@ -17,18 +17,9 @@ import msgspec
 from ._settings import CliUsageError, open_host, settings_from
 from ._turn_view import EXIT_FAILED, EXIT_OK
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["run"]
 
 _CHECK_EVERY = 0.5
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serve``'s own arguments (the host options are added by the caller)."""
-    parser.add_argument("--host", metavar="ADDRESS", help="where to listen (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, metavar="N", help="the port (default 8787; 0 picks one)")
-    parser.add_argument(
-        "--workspace-root", metavar="DIR", help="clients open sessions only under DIR (default: .)"
-    )
 
 
 def run(options: argparse.Namespace) -> int:

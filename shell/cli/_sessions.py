@@ -31,45 +31,13 @@ from ..store import (
     TurnRunning,
     TurnUsageRecord,
 )
-from ._settings import CliUsageError, add_store_options, settings_from
+from ._settings import CliUsageError, settings_from
 from ._usage import describe, session_totals, totals_json, turn_line
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["run"]
 
 _event_decoder = msgspec.json.Decoder(ev.SessionEvent)
 _raw_decoder = msgspec.json.Decoder(dict[str, Any])
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``sessions`` subcommands, each with the store options and ``--json``."""
-    views = parser.add_subparsers(dest="view", required=True, metavar="{list,show,events,fork,rewind}")
-    views.add_parser(
-        "list", help="every session: id, status, turns, tokens, cost, last update, fork origin, parent"
-    )
-    show = views.add_parser(
-        "show", help="a session's record, usage by turn, children, history as the model sees it"
-    )
-    show.add_argument("id", help="the session's id")
-    events = views.add_parser("events", help="a session's event log")
-    events.add_argument("id", help="the session's id")
-    fork = views.add_parser("fork", help="a new session with a session's history up to a turn; prints its id")
-    fork.add_argument("id", help="the session to fork")
-    fork.add_argument(
-        "--at", type=int, metavar="K", help="the turn to fork at (default: the last that ended)"
-    )
-    rewind = views.add_parser("rewind", help="fork a session at a turn and archive it; prints the new id")
-    rewind.add_argument("id", help="the session to rewind")
-    rewind.add_argument("--to", type=int, required=True, metavar="K", help="the turn to go back to")
-    for making in (fork, rewind):
-        making.add_argument(
-            "--workspace", metavar="DIR", help="the new session's workspace (default: the same)"
-        )
-        making.add_argument(
-            "--id", dest="new_id", metavar="NEW", help="the new session's id (default: a new one)"
-        )
-    for view in (views.choices["list"], show, events, fork, rewind):
-        add_store_options(view)
-        view.add_argument("--json", action="store_true", help="JSON: one object per line (show: one object)")
 
 
 def run(options: argparse.Namespace, out: TextIO | None = None) -> int:

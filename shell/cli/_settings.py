@@ -1,4 +1,5 @@
-"""Command-line options that configure a host: their arguments, the settings, the permissions, the session.
+"""Command-line options that configure a host: the settings, the permissions and the session they give
+(the options themselves are defined in :mod:`._args`).
 
 What the command line says beats the environment: an option beats the file given with ``--config``,
 which beats the ``TURNKEEP_*`` variables. (A file named only by ``TURNKEEP_CONFIG`` is environment
@@ -27,8 +28,6 @@ from ..subagents import AGENT_TOOL
 
 __all__ = [
     "CliUsageError",
-    "add_host_options",
-    "add_store_options",
     "open_host",
     "open_session",
     "policy_factory",
@@ -38,31 +37,6 @@ __all__ = [
 
 class CliUsageError(Exception):
     """The command cannot run as given: a bad option, an unknown session, a missing key. Exit code 2."""
-
-
-def add_store_options(parser: argparse.ArgumentParser) -> None:
-    """``--config`` and ``--store``: enough to find the session store."""
-    parser.add_argument("--config", metavar="FILE", help="a TOML configuration file")
-    parser.add_argument("--store", metavar="PATH", help="the session store (a SQLite file)")
-
-
-def add_host_options(parser: argparse.ArgumentParser) -> None:
-    """Every option that configures the provider, the store, the turn loop and the tool permissions."""
-    add_store_options(parser)
-    parser.add_argument("--base-url", metavar="URL", help="the provider's base URL")
-    parser.add_argument("--model", help="the model name sent to the provider")
-    parser.add_argument("--provider", choices=("openai", "anthropic"), help="the provider's wire protocol")
-    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
-    parser.add_argument("--workspace", metavar="DIR", help="where tools work (new sessions; default: .)")
-    parser.add_argument("--session", metavar="ID", help="continue this stored session")
-    parser.add_argument("--max-attempts", type=int, metavar="N", help="attempts per model call")
-    parser.add_argument("--idle-timeout", type=float, metavar="S", help="seconds allowed between chunks")
-    parser.add_argument("--max-steps", type=int, metavar="N", help="model calls allowed per turn")
-    parser.add_argument("--context-window", type=int, metavar="TOKENS", help="the model's context window")
-    parser.add_argument(
-        "--allow", action="append", default=[], metavar="TOOL", help="run TOOL without asking (repeatable)"
-    )
-    parser.add_argument("--allow-all", action="store_true", help="run every tool that would be asked about")
 
 
 def settings_from(options: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
