@@ -220,6 +220,14 @@ _BENCHMARKS = (
         ("--json", "--turns", "15", "--rounds", "2"),
         figures_from_json,
     ),
+    _Benchmark("startup", "startup_bench.py", ("--json",), ("--json", "--rounds", "3"), figures_from_json),
+    _Benchmark(
+        "subagents",
+        "subagents_bench.py",
+        ("--json",),
+        ("--json", "--children", "100", "--families", "10"),
+        figures_from_json,
+    ),
 )
 
 
