@@ -53,7 +53,7 @@ chaos: $(STAMP_TEST)
 		$(BIN)/turnkeep chaos --seed $$seed --sessions 80 --turns 6 --actor-crash-rate 0.06 --fault-profile heavy || exit 1; \
 	done
 	for seed in 1 2 3; do \
-		$(BIN)/turnkeep chaos --seed $$seed --sessions 20 --turns 5 --kill-host-every 1 --host-kills 5 || exit 1; \
+		$(BIN)/turnkeep chaos --seed $$seed --sessions 20 --turns 10 --kill-host-every 0.5 --host-kills 5 || exit 1; \
 	done
 	for seed in 1 2 3; do \
 		$(BIN)/turnkeep chaos --seed $$seed --sessions 30 --turns 4 --actor-crash-rate 0.05 --subagents || exit 1; \
