@@ -1,5 +1,5 @@
-"""Telemetry's cost: turn throughput with traces and metrics exported, with telemetry off, and with the
-telemetry hooks bypassed altogether.
+"""Telemetry's cost: turn throughput with traces and metrics exported (every turn traced, or one in ten),
+with telemetry off, and with the telemetry hooks bypassed altogether.
 
 Each configuration runs the same work in a host of its own: ``--sessions`` sessions, each in its own
 thread, run ``--turns`` echo turns one after the other (each answer in ``--chunks`` streamed chunks when
@@ -18,15 +18,24 @@ replayed through a telemetry of its own ``--replays`` times, its spans exported 
 its metrics collected, best of 5. Set against the CPU a turn costs with telemetry off in the same run, it
 gives the on/off ratio that cost alone implies. It is a lower bound: replayed in a tight loop the
 telemetry's code runs with warm caches, faster than interleaved with a host's turns, and without the
-garbage collection its spans cause while they wait to be exported.
+garbage collection its spans cause while they wait to be exported. The same turn is replayed through a
+telemetry whose sampling is 0 too: what a turn that is not traced still costs (its metrics, and the
+recorder's work around spans the sampler declines).
 
-- on: ``[telemetry] enabled``, spans exported over OTLP/HTTP in batches to the receiver, metrics served
-  on a Prometheus port and scraped once a round. The round's clock stops once the spans its turns made
-  are exported (a flush of the batch processor): a round is shorter than the processor's export delay,
-  so without the flush the encoding and sending of its spans would fall after the measurement.
+The CPU a traced turn adds is the CPU per turn on (``1 / rate``) less the CPU per turn off, the median
+over the rounds of that difference within each round; the same at sampling 0.1 is the cost per turn
+averaged over traced and untraced turns.
+
+- on: ``[telemetry] enabled`` (``sampling = 1.0``, the default: every turn traced), spans exported over
+  OTLP/HTTP in batches to the receiver, metrics served on a Prometheus port and scraped once a round. The
+  round's clock stops once the spans its turns made are exported (a flush of the batch processor): a
+  round is shorter than the processor's export delay, so without the flush the encoding and sending of
+  its spans would fall after the measurement.
+- on, sampling 0.1: the same with ``sampling = 0.1``: one turn in ten (by trace id) is traced and
+  exported; every turn is still counted in the metrics.
 - off: the default configuration (telemetry disabled; the hooks are there, and see no observer).
 - hooks bypassed: telemetry disabled and the SessionActor's feed loop without the observer hook, as it
-  was before telemetry existed. (Usage accounting is part of the turn itself and runs in all three, and so
+  was before telemetry existed. (Usage accounting is part of the turn itself and runs in all four, and so
   does the test for a trace context when the SessionActor sends a Sample or RunTools: an attribute read.)
 
 Run: ``.venv/bin/python bench/telemetry_bench.py [--sessions N] [--turns N] [--rounds N] [--chunks N]
@@ -56,16 +65,20 @@ from shell import events as ev
 from shell import session as session_module
 from shell import turn as tm
 
-CONFIGS = ("hooks bypassed", "off", "on")
+CONFIGS = ("hooks bypassed", "off", "on", "on, sampling 0.1")
+SAMPLED = {"on": 1.0, "on, sampling 0.1": 0.1}
+"""The telemetry's sampling in each configuration with telemetry on."""
 
 
 class Throughput(msgspec.Struct, frozen=True):
-    """Turns per second of each round, by configuration, and what the 'on' host exported."""
+    """Turns per second of each round, by configuration, and what the hosts with telemetry on exported."""
 
     rounds: dict[str, list[float]]
     """Turns per CPU-second, by configuration, one per round."""
     replayed: float
     """The telemetry's own CPU-seconds per turn, replayed (see the module's doc)."""
+    replayed_untraced: float
+    """The same, replayed through a telemetry whose sampling is 0: a turn not traced."""
     wall: dict[str, list[float]]
     """Turns per wall-clock second, by configuration, one per round."""
     turns_per_round: int
@@ -111,9 +124,14 @@ def _bypassed(active: bool) -> Iterator[None]:
 def _one_round(
     config: str, base: dict[str, str], tmp: Path, sessions: int, turns: int
 ) -> tuple[float, float, int]:
-    env = dict(base, TURNKEEP_STORE__PATH=str(tmp / f"{config.replace(' ', '-')}-{time.monotonic_ns()}.db"))
-    if config == "on":
-        env.update(TURNKEEP_TELEMETRY__ENABLED="true", TURNKEEP_TELEMETRY__PROMETHEUS_PORT="0")
+    slug = "".join(c if c.isalnum() else "-" for c in config)
+    env = dict(base, TURNKEEP_STORE__PATH=str(tmp / f"{slug}-{time.monotonic_ns()}.db"))
+    if config in SAMPLED:
+        env.update(
+            TURNKEEP_TELEMETRY__ENABLED="true",
+            TURNKEEP_TELEMETRY__PROMETHEUS_PORT="0",
+            TURNKEEP_TELEMETRY__SAMPLING=str(SAMPLED[config]),
+        )
     scraped = 0
     with _bypassed(config == "hooks bypassed"), Host(load_settings(environ=env)) as host:
         opened = [host.open(tmp / f"ws{i}") for i in range(sessions)]
@@ -164,20 +182,27 @@ def _observations() -> Iterator[list[tuple[int, object, list[Any]]]]:
         Telemetry.observe = original  # type: ignore[method-assign]
 
 
-def _replayed(base: dict[str, str], tmp: Path, replays: int) -> float:
-    """CPU-seconds per turn of telemetry alone: one echo turn's observations replayed ``replays`` times
-    through a fresh telemetry exporting to the receiver, its spans flushed and metrics collected; best
-    of 5."""
-    from shell.config import TelemetrySettings
-    from shell.telemetry import start_telemetry
-
+def _observed_turn(base: dict[str, str], tmp: Path) -> list[tuple[object, list[Any]]]:
+    """What the telemetry of a host was told during one echo turn (its second: the first warms up)."""
     env = dict(base, TURNKEEP_STORE__PATH=str(tmp / "replay.db"), TURNKEEP_TELEMETRY__ENABLED="true")
     with _observations() as seen, Host(load_settings(environ=env)) as host:
         session = host.open(tmp / "replay")
         session.run("warm up")
         session.run("the turn replayed")
-    turn = [(message, actions) for number, message, actions in seen if number == 2]
-    settings = TelemetrySettings(enabled=True, otlp_endpoint=base["TURNKEEP_TELEMETRY__OTLP_ENDPOINT"])
+    return [(message, actions) for number, message, actions in seen if number == 2]
+
+
+def _replayed(
+    base: dict[str, str], turn: list[tuple[object, list[Any]]], replays: int, sampling: float = 1.0
+) -> float:
+    """CPU-seconds per turn of telemetry alone: ``turn``'s observations replayed ``replays`` times
+    through a fresh telemetry sampling that share of the turns and exporting to the receiver, its spans
+    flushed and metrics collected; best of 5."""
+    from shell.config import TelemetrySettings
+    from shell.telemetry import start_telemetry
+
+    endpoint = base["TURNKEEP_TELEMETRY__OTLP_ENDPOINT"]
+    settings = TelemetrySettings(enabled=True, otlp_endpoint=endpoint, sampling=sampling)
     telemetry = start_telemetry(settings, provider="openai", environ={})
     best = float("inf")
     try:
@@ -212,16 +237,20 @@ def measure(
             "TURNKEEP_TELEMETRY__OTLP_ENDPOINT": services.otlp_url,
         }
         for number in range(rounds):
-            order = CONFIGS[number % 3 :] + CONFIGS[: number % 3]
+            shift = number % len(CONFIGS)
+            order = CONFIGS[shift:] + CONFIGS[:shift]
             for config in order:
                 rate, wall_rate, size = _one_round(config, base, Path(tmp), sessions, turns)
                 results[config].append(rate)
                 wall[config].append(wall_rate)
                 scraped = max(scraped, size)
-        replayed = _replayed(base, Path(tmp), replays)
+        turn = _observed_turn(base, Path(tmp))
+        replayed = _replayed(base, turn, replays)
+        untraced = _replayed(base, turn, replays, sampling=0.0)
     return Throughput(
         rounds=results,
         replayed=replayed,
+        replayed_untraced=untraced,
         wall=wall,
         turns_per_round=sessions * turns,
         spans_posts=services.posts,
@@ -235,12 +264,24 @@ def paired(result: Throughput, ours: str, base: str) -> float:
     return statistics.median(a / b for a, b in zip(result.rounds[ours], result.rounds[base], strict=True))
 
 
+def added_cpu(result: Throughput, ours: str, base: str) -> float:
+    """The median over the rounds of the CPU-seconds per turn ``ours`` adds to ``base`` in the same
+    round."""
+    pairs = zip(result.rounds[ours], result.rounds[base], strict=True)
+    return statistics.median(1 / a - 1 / b for a, b in pairs)
+
+
 def figures(result: Throughput) -> list[Figure]:
-    """The two ratios, each against the baseline measured in the same run, round by round."""
+    """The ratios, each against the baseline measured in the same run, round by round; the CPU a turn
+    traced adds; the telemetry's own CPU, replayed."""
     median = {config: statistics.median(rates) for config, rates in result.rounds.items()}
     on, off, before = median["on"], median["off"], median["hooks bypassed"]
+    tenth = median["on, sampling 0.1"]
     on_off, off_before = paired(result, "on", "off"), paired(result, "off", "hooks bypassed")
+    tenth_off = paired(result, "on, sampling 0.1", "off")
     implied = 1 / (1 + result.replayed * off)  # the on/off ratio the telemetry's own CPU implies
+    off_turn = statistics.median(1 / rate for rate in result.rounds["off"])
+    traced, per_turn = added_cpu(result, "on", "off"), added_cpu(result, "on, sampling 0.1", "off")
     return [
         Figure(
             benchmark="telemetry",
@@ -253,12 +294,35 @@ def figures(result: Throughput) -> list[Figure]:
         ),
         Figure(
             benchmark="telemetry",
+            figure="turn throughput per CPU-second, telemetry on, sampling 0.1",
+            value=f"{tenth:.1f} turns/s",
+            baseline=f"{off:.1f} turns/s (telemetry off)",
+            ratio=tenth_off,
+            target=">= 0.95",
+            met=tenth_off >= 0.95,
+        ),
+        Figure(
+            benchmark="telemetry",
             figure="turn throughput per CPU-second, telemetry off",
             value=f"{off:.1f} turns/s",
             baseline=f"{before:.1f} turns/s (hooks bypassed)",
             ratio=off_before,
             target=">= 0.99",
             met=off_before >= 0.99,
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="CPU per traced turn (on, sampling 1.0, less off)",
+            value=f"{traced * 1e6:.0f} us",
+            baseline=f"{off_turn * 1e6:.0f} us per turn (off)",
+            ratio=traced / off_turn,
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="CPU per turn at sampling 0.1, all turns (on, sampling 0.1, less off)",
+            value=f"{per_turn * 1e6:.0f} us",
+            baseline=f"{off_turn * 1e6:.0f} us per turn (off)",
+            ratio=per_turn / off_turn,
         ),
         Figure(
             benchmark="telemetry",
@@ -269,13 +333,26 @@ def figures(result: Throughput) -> list[Figure]:
         ),
         Figure(
             benchmark="telemetry",
+            figure="telemetry's own CPU per untraced turn (replayed, sampling 0), against a traced one",
+            value=f"{result.replayed_untraced * 1e6:.0f} us",
+            baseline=f"{result.replayed * 1e6:.0f} us (traced)",
+            ratio=result.replayed_untraced / result.replayed,
+        ),
+        Figure(
+            benchmark="telemetry",
             figure="  wall-clock turn throughput, on (median)",
             value=f"{statistics.median(result.wall['on']):.1f} turns/s",
             baseline=f"{statistics.median(result.wall['off']):.1f} turns/s (off)",
         ),
         Figure(
             benchmark="telemetry",
-            figure="exported while on (OTLP posts, metrics page)",
+            figure="  wall-clock turn throughput, on, sampling 0.1 (median)",
+            value=f"{statistics.median(result.wall['on, sampling 0.1']):.1f} turns/s",
+            baseline=f"{statistics.median(result.wall['off']):.1f} turns/s (off)",
+        ),
+        Figure(
+            benchmark="telemetry",
+            figure="exported while on, both samplings (OTLP posts, metrics page)",
             value=f"{result.spans_posts} posts",
             baseline=f"{result.scraped_bytes:,} bytes scraped",
         ),
