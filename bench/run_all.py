@@ -228,6 +228,13 @@ _BENCHMARKS = (
         ("--json", "--children", "100", "--families", "10"),
         figures_from_json,
     ),
+    _Benchmark(
+        "floor",
+        "floor_bench.py",
+        ("--json",),
+        ("--json", "--rounds", "2", "--turns", "10", "--long", "300", "--concurrent", "100"),
+        figures_from_json,
+    ),
 )
 
 
