@@ -37,6 +37,9 @@ if TYPE_CHECKING:
         Retrying,
         SessionEvent,
         StepAnswered,
+        SubagentEvent,
+        SubagentFinished,
+        SubagentStarted,
         TextDelta,
         ToolCallFinished,
         ToolCallStarted,
@@ -52,7 +55,7 @@ if TYPE_CHECKING:
     from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
     from .session import SessionChaos
     from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
-    from .usage import Price, TokenUsage, TurnUsage
+    from .usage import ChildUsage, Price, TokenUsage, TurnUsage
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -61,6 +64,7 @@ __all__ = [
     "AsyncSession",
     "AuthRefreshed",
     "Cancel",
+    "ChildUsage",
     "CompactionFinished",
     "CompactionStarted",
     "ConfigError",
@@ -90,6 +94,9 @@ __all__ = [
     "StepAnswered",
     "StoreError",
     "StoreUnavailable",
+    "SubagentEvent",
+    "SubagentFinished",
+    "SubagentStarted",
     "Subscribe",
     "TextDelta",
     "TokenUsage",
@@ -116,6 +123,7 @@ _HOMES: dict[str, str] = {
     "AsyncSession": ".facade",
     "AuthRefreshed": ".events",
     "Cancel": ".messages",
+    "ChildUsage": ".usage",
     "CompactionFinished": ".events",
     "CompactionStarted": ".events",
     "ConfigError": ".config",
@@ -143,6 +151,9 @@ _HOMES: dict[str, str] = {
     "Settings": ".config",
     "StaticKey": ".credentials",
     "StepAnswered": ".events",
+    "SubagentEvent": ".events",
+    "SubagentFinished": ".events",
+    "SubagentStarted": ".events",
     "StoreError": ".store",
     "StoreUnavailable": ".store",
     "Subscribe": ".messages",
