@@ -42,8 +42,13 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 
 def error_response(error: ApiError) -> Response:
-    """The JSON error body every refusal has: ``kind`` and ``message``."""
-    return json_response(ErrorBody(error.kind, error.message), error.status)
+    """The JSON error body every refusal has: ``kind`` and ``message``. A 413 also says ``Connection:
+    close``: the rest of its body was not read, so the server ends the connection, and a client must not
+    send its next request on it."""
+    response = json_response(ErrorBody(error.kind, error.message), error.status)
+    if error.status == 413:
+        response.headers["connection"] = "close"
+    return response
 
 
 async def read_body(request: Request, limit: int, shape: type[T]) -> T:

@@ -143,6 +143,8 @@ def test_a_body_over_the_limit_is_refused_with_413(provider, tmp_path):
 
         streamed = client.post("/v1/sessions/s1/prompts", content=chunks())  # no content-length
         assert streamed.status_code == 413
+        # The body was not read to its end: the server ends the connection, and says so.
+        assert streamed.headers["connection"] == "close" and answer.headers["connection"] == "close"
         assert decode(client.get("/v1/sessions/s1"))["turns"] == 0
 
 
