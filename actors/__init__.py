@@ -3,6 +3,7 @@
 It knows nothing about LLMs. See docs/runtime.md for a tour and an example.
 """
 
+from ._strands import blocking
 from .actor import Actor, handles
 from .address import Address
 from .chaos import ChaosPolicy, ChaosVerdict
@@ -15,6 +16,7 @@ from .errors import (
     ChildStartError,
     MessageDropped,
     Refuse,
+    StuckHandler,
     SupervisorEscalation,
     UnhandledMessage,
 )
@@ -64,9 +66,11 @@ __all__ = [
     "StartChild",
     "StopChild",
     "Strategy",
+    "StuckHandler",
     "Supervisor",
     "SupervisorEscalation",
     "UnhandledMessage",
     "WhichChildren",
+    "blocking",
     "handles",
 ]

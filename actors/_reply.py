@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ._strands import blocking
 from .errors import AskTimeout
 
 _DELIVERED_GRACE = 1.0
@@ -51,13 +52,17 @@ class Ask:
 
     def wait(self, timeout: float, address: str) -> Any:
         """Block until answered or the deadline passes; never longer than ``timeout`` plus a short grace."""
-        if not self._done.acquire(timeout=timeout):
+        with blocking():
+            answered = self._done.acquire(timeout=timeout)
+        if not answered:
             if self.claim():
                 raise AskTimeout(
                     f"no reply from {address!r} within {timeout:g} s; the message was withdrawn unhandled",
                     delivered=False,
                 )
-            if not self._done.acquire(timeout=max(timeout, _DELIVERED_GRACE)):
+            with blocking():
+                answered = self._done.acquire(timeout=max(timeout, _DELIVERED_GRACE))
+            if not answered:
                 raise AskTimeout(
                     f"no reply from {address!r} within {timeout:g} s; its handler is still running, "
                     "so the outcome is unknown",

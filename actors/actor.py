@@ -1,4 +1,4 @@
-"""Actors: pykka threading actors with typed handlers, one crash rule, and no silent loss."""
+"""Actors: pykka actors on strands, with typed handlers, one crash rule, and no silent loss."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pykka
 
 from ._reply import Ask
+from ._strands import Mailbox, Runner, blocking, current_worker
 from .address import STOP, Address, Retry, StopRequest, _Internal
 from .chaos import ChaosVerdict, _ChaosDice
 from .errors import (
@@ -19,6 +20,7 @@ from .errors import (
     ChaosCrash,
     MessageDropped,
     Refuse,
+    StuckHandler,
     SupervisorEscalation,
     UnhandledMessage,
 )
@@ -64,7 +66,8 @@ class _Incarnation:
     exit_error: BaseException | None = None
     stop_requested: bool = False
     killed: bool = False
-    thread: threading.Thread | None = None
+    current: tuple[Any, Ask | None, int, int] | None = None
+    """The message whose handler runs now, with its ask and its crash counts."""
 
 
 _MAX_INJECTED_REDELIVERIES = 3
@@ -75,7 +78,7 @@ class _Crashed(Exception):
     pass
 
 
-class Actor(pykka.ThreadingActor):
+class Actor(pykka.Actor):
     """An actor whose handlers are methods marked ``@handles(MessageType)``.
 
     Guarantees:
@@ -92,15 +95,20 @@ class Actor(pykka.ThreadingActor):
       runtime's own bookkeeping, such as a supervisor's notice that a child ended, is never handed on); the
       incarnation ends at once (``on_stop`` does not run, ``on_failure`` does), messages still queued
       wait for the next incarnation, and the supervisor applies its strategy;
-    * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop.
+    * ``on_start`` runs before any message, ``on_stop`` after the last one on a cooperative stop;
+    * a handler that runs past the system's ``stuck_after`` without returning or waiting inside
+      :func:`~actors.blocking` ends the incarnation as a crash with :class:`~actors.StuckHandler` (what it
+      returns later is dropped; ``on_failure`` runs on the runtime's watchdog thread).
 
-    Actors are started by a :class:`~actors.Supervisor` from a :class:`~actors.ChildSpec`, never with
-    pykka's ``start()``; they reach each other only through :class:`~actors.Address`.
+    Actors run on strands of the system's worker pool, not on threads of their own (see
+    :class:`~actors.ChildSpec`'s ``shares_strand``). They are started by a :class:`~actors.Supervisor`
+    from a :class:`~actors.ChildSpec`, never with pykka's ``start()``; they reach each other only through
+    :class:`~actors.Address`.
     """
 
-    use_daemon_thread = True
     _handler_table: ClassVar[dict[type[Any], Callable[..., Any]]] = {}
     _tk: _Incarnation
+    _tk_runner: Runner
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -146,57 +154,88 @@ class Actor(pykka.ThreadingActor):
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    def _attach(self, incarnation: _Incarnation) -> None:
+    def _attach(self, incarnation: _Incarnation, runner: Runner) -> None:
         self._tk = incarnation
+        self._tk_runner = runner
+
+    @staticmethod
+    def _create_actor_inbox() -> Mailbox:
+        return Mailbox()
+
+    @staticmethod
+    def _create_future() -> pykka.Future[Any]:
+        return pykka.ThreadingFuture()
 
     def _start_actor_loop(self) -> None:
-        thread = threading.Thread(target=self._actor_loop, name=f"actor:{self._tk.address.name}", daemon=True)
-        self._tk.thread = thread
-        thread.start()
+        self._tk_runner.wake()
 
-    def _actor_loop(self) -> None:
+    def _tk_begin(self) -> bool:
+        """Run ``on_start``; False when the incarnation ended there."""
         tk = self._tk
         try:
-            try:
-                self.on_start()
-            except BaseException as exc:
-                tk.start_error = exc
-                self._end(ExitReason.CRASHED, exc, "on_start raised")
-                return
-            else:
-                if not tk.killed:
-                    tk.address._bind(self.actor_ref)
-            finally:
-                tk.started.set()
-            inbox = self.actor_inbox
-            while True:
-                envelope = inbox.get()
-                message = envelope.message
-                if envelope.reply_to is not None:
-                    envelope.reply_to.set_exception(
-                        exc_info=(
-                            UnhandledMessage,
-                            UnhandledMessage("use Address.ask, not ActorRef.ask"),
-                            None,
-                        )
-                    )
-                    continue
-                if isinstance(message, StopRequest):
-                    if tk.killed:
-                        self._end(ExitReason.KILLED, None, "the actor was killed")
-                    else:
-                        self._stop_cooperatively()
-                    return
-                try:
-                    self._deliver(message)
-                except _Crashed:
-                    return
+            self.on_start()
+        except BaseException as exc:
+            tk.start_error = exc
+            self._end(ExitReason.CRASHED, exc, "on_start raised")
+            return False
+        else:
+            if not tk.killed:
+                tk.address._bind(self.actor_ref)
         finally:
-            # Watchers and the supervisor hear of the end before anyone waiting for it wakes.
-            try:
-                tk.on_exit(tk)
-            finally:
-                tk.exited.set()
+            tk.started.set()
+        return True
+
+    def _tk_step(self, envelope: Any) -> bool:
+        """Handle one envelope; False when the incarnation has ended."""
+        tk = self._tk
+        message = envelope.message
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception(
+                exc_info=(UnhandledMessage, UnhandledMessage("use Address.ask, not ActorRef.ask"), None)
+            )
+            return True
+        if isinstance(message, StopRequest):
+            if tk.killed:
+                self._end(ExitReason.KILLED, None, "the actor was killed")
+            else:
+                self._stop_cooperatively()
+            return False
+        try:
+            self._deliver(message)
+        except _Crashed:
+            return False
+        return True
+
+    def _tk_finish(self) -> None:
+        """The incarnation has ended: watchers and the supervisor hear of it before anyone waiting wakes."""
+        tk = self._tk
+        try:
+            tk.on_exit(tk)
+        finally:
+            tk.exited.set()
+
+    def _tk_abandon(self, seconds: float) -> None:
+        """End this incarnation as a crash because a handler has been stuck for ``seconds``; called from
+        the pool's watchdog while that handler still runs (what it returns will be dropped)."""
+        tk = self._tk
+        current, tk.current = tk.current, None
+        message, ask, crashes, injections = current if current is not None else (None, None, 0, 0)
+        what = type(message).__name__ if message is not None else "a message"
+        error = StuckHandler(
+            f"{tk.address.name!r}: the handler of {what} ran for {seconds:.1f} s without returning or "
+            "waiting in blocking(); its worker was replaced"
+        )
+        retry = None
+        if ask is not None:
+            ask.fail(error)
+        elif message is None or isinstance(message, _Internal):
+            pass
+        elif crashes == 0:
+            retry = Retry(message, 1, injections)
+        else:
+            tk.system.dead_letters.record(tk.address.name, message, f"stuck twice while handling it: {error}")
+        self._end(ExitReason.CRASHED, error, f"was stuck in the handler of {what}", first=retry)
+        self._tk_finish()
 
     def _deliver(self, message: Any) -> None:
         tk = self._tk
@@ -221,51 +260,67 @@ class Actor(pykka.ThreadingActor):
             reason = f"{type(self).__name__} has no handler for {type(message).__name__}"
             self._reject(message, ask, reason, UnhandledMessage(f"{tk.address.name!r}: {reason}"))
             return
-        injected = False
+        injected = dropped = False
+        result: Any = None
+        error: BaseException | None = None
+        tk.current = (message, ask, crashes, injections)
+        worker = current_worker()
+        if worker is not None:
+            worker.enter_handler(self)
         try:
             if tk.chaos is not None:
                 verdict, delay = tk.chaos.roll(message)
                 if delay:
-                    time.sleep(delay)
+                    with blocking():
+                        time.sleep(delay)
                 if verdict is ChaosVerdict.DROP:
-                    tk.system._count("chaos_drops")
-                    reason = "dropped by the chaos policy"
-                    self._reject(message, ask, reason, MessageDropped(f"{tk.address.name!r}: {reason}"))
-                    return
-                if verdict is ChaosVerdict.CRASH:
+                    dropped = True
+                elif verdict is ChaosVerdict.CRASH:
                     tk.system._count("chaos_crashes")
                     injected = True
                     raise ChaosCrash(f"injected crash in {tk.address.name!r} on {type(message).__name__}")
-            result = handler(self, message)
-        except Refuse as refusal:
-            if ask is not None:
-                ask.fail(refusal.error)
-            else:
-                tk.system.dead_letters.record(tk.address.name, message, f"refused: {refusal.error}")
-            return
+            if not dropped:
+                result = handler(self, message)
         except BaseException as exc:
-            retry = None
+            error = exc
+        if worker is not None and not worker.leave_handler():
+            raise _Crashed  # declared stuck meanwhile: the incarnation has ended, and this is dropped
+        tk.current = None
+        if dropped:
+            tk.system._count("chaos_drops")
+            reason = "dropped by the chaos policy"
+            self._reject(message, ask, reason, MessageDropped(f"{tk.address.name!r}: {reason}"))
+            return
+        if error is None:
             if ask is not None:
-                ask.fail(exc)
-            elif isinstance(message, _Internal):
-                # The runtime's own bookkeeping belongs to this incarnation: its successor starts afresh.
-                pass
-            elif injected and injections < _MAX_INJECTED_REDELIVERIES:
-                # Injected before the handler ran: the message was not handled, so it is not to blame.
-                retry = Retry(message, crashes, injections + 1)
-            elif injected:
-                reason = f"injected crashes ended {injections + 1} incarnations in a row on it: {exc!r}"
-                tk.system.dead_letters.record(tk.address.name, message, reason)
-            elif crashes == 0:
-                # A told message has no one to hear of the crash: the next incarnation gets it, once.
-                retry = Retry(message, 1, injections)
+                ask.resolve(result)
+            return
+        if isinstance(error, Refuse):
+            if ask is not None:
+                ask.fail(error.error)
             else:
-                reason = f"the actor crashed twice while handling it: {exc!r}"
-                tk.system.dead_letters.record(tk.address.name, message, reason)
-            self._end(ExitReason.CRASHED, exc, f"crashed on {type(message).__name__}", first=retry)
-            raise _Crashed from None
+                tk.system.dead_letters.record(tk.address.name, message, f"refused: {error.error}")
+            return
+        retry = None
         if ask is not None:
-            ask.resolve(result)
+            ask.fail(error)
+        elif isinstance(message, _Internal):
+            # The runtime's own bookkeeping belongs to this incarnation: its successor starts afresh.
+            pass
+        elif injected and injections < _MAX_INJECTED_REDELIVERIES:
+            # Injected before the handler ran: the message was not handled, so it is not to blame.
+            retry = Retry(message, crashes, injections + 1)
+        elif injected:
+            reason = f"injected crashes ended {injections + 1} incarnations in a row on it: {error!r}"
+            tk.system.dead_letters.record(tk.address.name, message, reason)
+        elif crashes == 0:
+            # A told message has no one to hear of the crash: the next incarnation gets it, once.
+            retry = Retry(message, 1, injections)
+        else:
+            reason = f"the actor crashed twice while handling it: {error!r}"
+            tk.system.dead_letters.record(tk.address.name, message, reason)
+        self._end(ExitReason.CRASHED, error, f"crashed on {type(message).__name__}", first=retry)
+        raise _Crashed from None
 
     def _lookup(self, message_type: type[Any]) -> Callable[..., Any] | None:
         table = self._handler_table

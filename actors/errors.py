@@ -10,6 +10,7 @@ __all__ = [
     "ChildStartError",
     "MessageDropped",
     "Refuse",
+    "StuckHandler",
     "SupervisorEscalation",
     "UnhandledMessage",
 ]
@@ -53,6 +54,12 @@ class ChaosCrash(ActorError):
 class ChildStartError(ActorError):
     """A child could not be started: its factory or its ``on_start`` raised, or ``on_start`` did not finish
     within the start timeout. The original exception, if any, is the ``__cause__``."""
+
+
+class StuckHandler(ActorError):
+    """A handler ran past the system's ``stuck_after`` without returning or waiting inside
+    :func:`~actors.blocking`: its incarnation ended as a crash with this reason (an asker gets it raised),
+    its worker thread was replaced, and whatever the handler returns later is dropped."""
 
 
 class SupervisorEscalation(ActorError):

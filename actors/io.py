@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._strands import blocking
 from .errors import ActorError
 from .messages import JobFailed
 
@@ -106,7 +107,9 @@ class Job:
 
     def wait(self, timeout: float) -> Any:
         """The job's return value; raises what it raised, :class:`JobCancelled`, or ``TimeoutError``."""
-        if not self._done.wait(timeout):
+        with blocking():
+            done = self._done.wait(timeout)
+        if not done:
             raise TimeoutError(f"job {self.name!r} did not finish within {timeout:g} s")
         if self.state is JobState.CANCELLED:
             raise JobCancelled(f"job {self.name!r} was cancelled")

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pykka
 
+from ._strands import blocking
 from .actor import Actor, _Incarnation, handles
 from .address import STOP, Address, _Internal
 from .chaos import ChaosPolicy
@@ -71,7 +72,9 @@ class ChildSpec:
     ``factory`` returns a new, not yet started :class:`Actor` (a :class:`Supervisor` for a subtree) each
     time it is called. ``shutdown_timeout`` bounds the cooperative stop; past it the child is killed.
     ``start_timeout`` bounds ``on_start``. ``chaos`` injects faults into this child (or, for a supervisor,
-    into its whole subtree).
+    into its whole subtree). ``shares_strand`` runs the child on its supervisor's strand: it never runs at
+    the same time as the supervisor or the siblings that share it, and their messages to each other are
+    handled without waking another thread; otherwise it gets a strand of its own.
     """
 
     name: str
@@ -80,6 +83,7 @@ class ChildSpec:
     shutdown_timeout: float = 5.0
     start_timeout: float = 5.0
     chaos: ChaosPolicy | None = None
+    shares_strand: bool = False
 
 
 class StartChild(msgspec.Struct, frozen=True, tag=True):
@@ -288,8 +292,10 @@ class Supervisor(Actor):
         incarnation = _Incarnation(
             self.system, child.address, child.incarnation, lambda ended: self._child_ended(child, ended), dice
         )
-        self.system._launch(actor, incarnation)
-        if not incarnation.started.wait(spec.start_timeout):
+        self.system._launch(actor, incarnation, self._tk_runner.strand if spec.shares_strand else None)
+        with blocking():
+            started = incarnation.started.wait(spec.start_timeout)
+        if not started:
             self._kill(child, actor, f"on_start did not finish within {spec.start_timeout:g} s")
             raise ChildStartError(f"{name!r}: on_start did not finish within {spec.start_timeout:g} s")
         if incarnation.start_error is not None:
@@ -359,7 +365,9 @@ class Supervisor(Actor):
             incarnation = actor._tk
             incarnation.stop_requested = True
             child.address._begin_stop(actor.actor_ref, STOP, restarting=restarting)
-            if not incarnation.exited.wait(child.spec.shutdown_timeout):
+            with blocking():
+                exited = incarnation.exited.wait(child.spec.shutdown_timeout)
+            if not exited:
                 self._kill(child, actor, f"did not stop within {child.spec.shutdown_timeout:g} s")
             child.actor = None
         if not restarting:
@@ -372,8 +380,9 @@ class Supervisor(Actor):
         self.system._record_forced(f"{child.address.name}: {why} and was killed")
         child.address._detach(actor.actor_ref, actor.actor_inbox, reason="the actor was killed")
         child.address._notify_down(ExitReason.KILLED, None, incarnation.number)
+        self.system.pool.retire_worker_of(actor)  # the worker it holds is replaced now
         with contextlib.suppress(pykka.ActorDeadError):
-            actor.actor_ref.tell(STOP)  # wakes the thread if it ever gets back to its inbox
+            actor.actor_ref.tell(STOP)  # ends the incarnation if it ever gets back to its mailbox
 
 
 def _ended_by_choice(exit: _ChildExited) -> bool:

@@ -8,10 +8,11 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
+from ._strands import Mailbox, Strand, StrandPool
 from .actor import Actor, _Incarnation
 from .address import STOP, Address
 from .chaos import ChaosPolicy
@@ -67,6 +68,8 @@ class ActorSystem:
         intensity: RestartIntensity | None = None,
         chaos: ChaosPolicy | None = None,
         dead_letter_capacity: int = 10_000,
+        workers: int = 4,
+        stuck_after: float = 60.0,
     ) -> None:
         self.ask_timeout = ask_timeout
         self.restart_wait = restart_wait
@@ -81,6 +84,7 @@ class ActorSystem:
         self._report: ShutdownReport | None = None
         self._terminated = threading.Event()
         self._failure: str | None = None
+        self.pool = StrandPool(workers, stuck_after=stuck_after, on_stuck=self._stuck)
         self.io = IoLoop()
         self.io.start()
         self.root = self.address(_ROOT)
@@ -89,6 +93,7 @@ class ActorSystem:
         self._launch(supervisor, self._root_incarnation)
         if not self._root_incarnation.started.wait(5.0) or self._root_incarnation.start_error:
             self.io.shutdown(1.0)
+            self.pool.shutdown(time.monotonic() + 1.0)
             raise ChildStartError("the root supervisor did not start")
 
     def __enter__(self) -> ActorSystem:
@@ -227,8 +232,10 @@ class ActorSystem:
 
     # -- used by the runtime -------------------------------------------------------------------------
 
-    def _launch(self, actor: Actor, incarnation: _Incarnation) -> None:
-        actor._attach(incarnation)
+    def _launch(self, actor: Actor, incarnation: _Incarnation, strand: Strand | None = None) -> None:
+        """Start ``incarnation`` of ``actor`` on ``strand`` (a new one of its own when None)."""
+        strand = strand or self.pool.strand(incarnation.address.name)
+        actor._attach(incarnation, strand.runner(actor, cast(Mailbox, actor.actor_inbox)))
         if incarnation.address is self.root:
             self._root_ref = actor.actor_ref
         with self._lock:
@@ -280,17 +287,15 @@ class ActorSystem:
     def _schedule(self, delay: float, callback: Callable[[], None]) -> Job:
         return self.io.call_later(delay, callback, name="restart-wait")
 
+    def _stuck(self, actor: Actor, seconds: float) -> None:
+        self._count("stuck")
+        actor._tk_abandon(seconds)
+
     def _is_actor_thread(self) -> bool:
-        current = threading.current_thread()
-        with self._lock:
-            return any(incarnation.thread is current for incarnation in self._live)
+        return self.pool.owns_current_thread()
 
     def _join_threads(self, deadline: float) -> list[str]:
-        with self._lock:
-            threads = [i.thread for i in self._live if i.thread is not None]
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        leftover = [thread.name for thread in threads if thread.is_alive()]
+        leftover = self.pool.shutdown(deadline)
         io_thread = self.io._thread
         if io_thread is not None and io_thread.is_alive():
             leftover.append(io_thread.name)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors import ActorError, ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor
+from actors import ActorError, ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor, blocking
 from sampler import Message, ToolSpec
 from sampler.gate import GateClient, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
@@ -306,7 +306,8 @@ class AgentHost:
             except ActorError:
                 if delay is None:
                     raise
-                time.sleep(delay)
+                with blocking():
+                    time.sleep(delay)
 
     def fork(
         self,

@@ -37,6 +37,7 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         ChaosCrash                 a crash injected by a chaos policy
         ChildStartError            a supervisor's child failed to start
         SupervisorEscalation       a supervisor gave up after too many restarts
+        StuckHandler               a handler ran past stuck_after outside blocking(); a crash
         IoLoopClosed               the shared trio loop has stopped
         JobCancelled               a job on the loop was cancelled
     Refuse                         raised by a handler to answer an ask with an error and keep running
@@ -78,9 +79,11 @@ from actors import (
     Restart,
     RestartIntensity,
     Strategy,
+    StuckHandler,
     Supervisor,
     SupervisorEscalation,
     UnhandledMessage,
+    blocking,
     handles,
 )
 from sampler import (
@@ -320,6 +323,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "StoreUnavailable",
     "StoreVersionError",
     "StreamDecodeError",
+    "StuckHandler",
     "SupervisorEscalation",
     "TurnRunning",
     "ToolBridgeSettingsError",
@@ -361,5 +365,6 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "RestartIntensity",
     "Strategy",
     "Supervisor",
+    "blocking",
     "handles",
 ]

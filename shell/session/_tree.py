@@ -105,8 +105,9 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
             "chat_state",
             lambda: ChatStateActor(parts.store, parts.chat, estimator),
             chaos=chaos.chat_state,
+            shares_strand=True,
         ),
-        ChildSpec("sampler", lambda: SamplerActor(sampler_runtime), chaos=chaos.sampler),
+        ChildSpec("sampler", lambda: SamplerActor(sampler_runtime), chaos=chaos.sampler, shares_strand=True),
         *([parts.mcp] if parts.mcp is not None else []),
         ChildSpec(
             "tools",
@@ -119,12 +120,14 @@ def session_spec(name: str, parts: SessionParts, runtime: SessionRuntime | None 
                 redact=parts.redact_tool_output,
             ),
             shutdown_timeout=parts.tools.kill_after + 5.0,
+            shares_strand=True,
         ),
         ChildSpec(
             "session",
             lambda: SessionActor(session_runtime_),
             chaos=chaos.session,
             shutdown_timeout=_SESSION_STOP_TIMEOUT,
+            shares_strand=True,
         ),
     ]
 

@@ -18,6 +18,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from actors import blocking
+
 from ._batch import Batches, Failed, Outcome, Pending, Succeeded
 from ._db import Db, Transactions
 from ._errors import StoreClosed, StoreError, StoreTimeout
@@ -137,9 +139,11 @@ class GroupWriter:
                 self._running = len(batch)
             else:
                 self._work.notify()
-        if alone:
-            self._transact(batch)
-        if not call.done.wait(self._ack_timeout):
+        with blocking():
+            if alone:
+                self._transact(batch)
+            done = call.done.wait(self._ack_timeout)
+        if not done:
             with self._lock:
                 withdrawn = self._batches.withdraw(call)
             if call.outcome is None:

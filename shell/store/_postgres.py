@@ -23,6 +23,8 @@ from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
+from actors import blocking
+
 from . import _schema
 from ._db import Db
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
@@ -77,7 +79,7 @@ class _Pool:
     @contextmanager
     def connection(self) -> Iterator[_Conn]:
         """A connection for one call; raises :class:`StoreClosed` once the pool is closed."""
-        with self._slots:
+        with blocking(), self._slots:
             with self._lock:
                 if self._closed:
                     raise StoreClosed(f"the session store {self._location} is closed")

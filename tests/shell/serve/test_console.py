@@ -87,7 +87,7 @@ def test_the_console_drives_a_session_end_to_end(browser, tmp_path):
         css = By.CSS_SELECTOR
         try:
             browser.get(f"{server.url}/#token={TOKEN}")
-            assert "token=" not in browser.current_url  # taken out of the address bar
+            wait.until(lambda b: "token=" not in b.current_url)  # taken out of the address bar
             browser.find_element(By.ID, "new-workspace").send_keys("proj")
             browser.find_element(By.ID, "new-session").click()
             selected = (css, "#sessions li.selected")

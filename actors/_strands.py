@@ -1,0 +1,504 @@
+"""Strands: actors run, one message at a time each, on a small shared pool of worker threads.
+
+A strand is a group of actors that run one after another, never at the same time: a message one of them
+tells another is handled by the same worker right after the current handler, without waking a thread.
+Each actor runs on one strand. Workers take ready strands from one queue; a strand runs a bounded number
+of messages before it goes to the back of the queue, so that no strand holds a worker for long.
+
+Blocking is declared with :func:`blocking`: while a handler waits there, its strand's other actors go on
+(on another worker), and the pool adds a worker if the ones it has are all busy or waiting. A handler
+that runs past the pool's ``stuck_after`` outside :func:`blocking` is stuck: its worker is replaced, and
+its actor's incarnation ends as a crash (:class:`~actors.StuckHandler`), which its supervisor handles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pykka._envelope import Envelope
+
+    from .actor import Actor
+
+__all__ = ["blocking"]
+
+logger = logging.getLogger("turnkeep.actors")
+
+_BUDGET = 64
+"""Messages a strand handles before it yields its worker to the next ready strand."""
+
+_EXTRA_KEEPALIVE = 5.0
+"""How long a worker beyond the pool's size waits for work before it ends."""
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def blocking() -> Iterator[None]:
+    """Mark a wait inside a handler (a reply, a lock, a file or a database write): while it lasts, the
+    other actors of the handler's strand go on, the pool may add a worker, and the time does not count
+    towards the handler being stuck. Does nothing outside a worker; nests."""
+    worker: _Worker | None = getattr(_local, "worker", None)
+    if worker is None:
+        yield
+        return
+    worker._enter_blocking()
+    try:
+        yield
+    finally:
+        worker._leave_blocking()
+
+
+def current_worker() -> _Worker | None:
+    """The worker running on this thread, if any."""
+    return getattr(_local, "worker", None)
+
+
+class _State(enum.Enum):
+    IDLE = "idle"
+    READY = "ready"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class Mailbox:
+    """An actor's inbox (pykka's ``ActorInbox``): putting a message makes its actor ready on its strand."""
+
+    __slots__ = ("_items", "runner")
+
+    def __init__(self) -> None:
+        self._items: deque[Envelope[Any]] = deque()
+        self.runner: Runner | None = None
+
+    def put(self, envelope: Envelope[Any], /) -> None:
+        self._items.append(envelope)
+        runner = self.runner
+        if runner is not None:
+            runner.wake()
+
+    def get(self) -> Envelope[Any]:
+        raise RuntimeError("a strand's mailbox is never waited on")
+
+    def get_nowait(self) -> Envelope[Any]:
+        try:
+            return self._items.popleft()
+        except IndexError:
+            raise queue.Empty from None
+
+    def empty(self) -> bool:
+        return not self._items
+
+
+class Runner:
+    """One actor incarnation's place on its strand."""
+
+    __slots__ = ("actor", "begun", "mailbox", "state", "strand", "worker")
+
+    def __init__(self, actor: Actor, mailbox: Mailbox, strand: Strand) -> None:
+        self.actor = actor
+        self.mailbox = mailbox
+        self.strand = strand
+        self.state = _State.IDLE
+        self.begun = False
+        self.worker: _Worker | None = None
+
+    def wake(self) -> None:
+        """There is something to run: make the runner ready (once) and its strand queued (once)."""
+        self.strand._ready(self)
+
+
+class Strand:
+    """Actors that never run at the same time; see the module's docstring."""
+
+    __slots__ = ("_holder", "_holder_blocked", "_lock", "_pool", "_queued", "_state", "name")
+
+    def __init__(self, pool: StrandPool, name: str) -> None:
+        self.name = name
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._queued: deque[Runner] = deque()
+        self._state = _State.IDLE
+        self._holder: _Worker | None = None
+        self._holder_blocked = False
+
+    def __repr__(self) -> str:
+        return f"<Strand {self.name!r} {self._state.value}>"
+
+    def runner(self, actor: Actor, mailbox: Mailbox) -> Runner:
+        """A place on this strand for ``actor``; it runs (``on_start`` first) once :meth:`Runner.wake`."""
+        runner = Runner(actor, mailbox, self)
+        mailbox.runner = runner
+        return runner
+
+    def _ready(self, runner: Runner) -> None:
+        with self._lock:
+            if runner.state is not _State.IDLE:
+                return
+            runner.state = _State.READY
+            self._queued.append(runner)
+            if self._state is _State.IDLE:
+                self._state = _State.READY
+            elif self._state is _State.RUNNING and self._holder_blocked:
+                self._release_locked()
+            else:
+                return
+        self._pool._submit(self)
+
+    def _release_locked(self) -> None:
+        """The holder gives the strand up (it is blocked, or gone); the strand is queued for another."""
+        holder = self._holder
+        if holder is not None:
+            holder.strand = None
+        self._holder = None
+        self._holder_blocked = False
+        self._state = _State.READY
+
+    def _requeue(self, runner: Runner) -> None:
+        """``runner`` ran on a worker that no longer holds this strand: queue it again, or let it idle."""
+        with self._lock:
+            if runner.mailbox._items:
+                runner.state = _State.READY
+                self._queued.append(runner)
+                if self._state is not _State.IDLE:
+                    return
+                self._state = _State.READY
+            else:
+                runner.state = _State.IDLE
+                return
+        self._pool._submit(self)
+
+
+class _Worker:
+    """One thread of the pool."""
+
+    __slots__ = ("_lock", "abandoned", "actor", "depth", "discard", "pool", "since", "strand", "thread")
+
+    def __init__(self, pool: StrandPool, name: str) -> None:
+        self.pool = pool
+        self.strand: Strand | None = None
+        self.depth = 0
+        self.since: float | None = None
+        """When the handler now running began (or last left a blocking wait); None outside handlers."""
+        self.actor: Actor | None = None
+        self.abandoned = False
+        """Replaced: the thread ends once the callback it is in returns."""
+        self.discard = False
+        """The handler now running was declared stuck: what it returns is dropped."""
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    # -- what actors call ----------------------------------------------------------------------------
+
+    def enter_handler(self, actor: Actor) -> None:
+        self.actor = actor
+        self.since = time.monotonic()
+
+    def leave_handler(self) -> bool:
+        """The handler returned; False when it was declared stuck meanwhile (its result is discarded)."""
+        with self._lock:
+            self.since = None
+            return not self.discard
+
+    def _enter_blocking(self) -> None:
+        self.depth += 1
+        if self.depth > 1:
+            return
+        strand = self.strand
+        if strand is not None:
+            with strand._lock:
+                if strand._holder is self:
+                    strand._holder_blocked = True
+                    release = bool(strand._queued)
+                    if release:
+                        strand._release_locked()
+                else:
+                    release = False
+            if release:
+                self.pool._submit(strand)
+        self.pool._blocked(+1)
+
+    def _leave_blocking(self) -> None:
+        self.depth -= 1
+        if self.depth:
+            return
+        self.pool._blocked(-1)
+        strand = self.strand
+        if strand is not None:
+            with strand._lock:
+                if strand._holder is self:
+                    strand._holder_blocked = False
+        if self.since is not None:
+            self.since = time.monotonic()
+
+    # -- the loop ------------------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        _local.worker = self
+        try:
+            while True:
+                strand = self.pool._take(self)
+                if strand is None:
+                    return
+                self._run(strand)
+                if self.abandoned:
+                    return
+        finally:
+            _local.worker = None
+            self.pool._gone(self)
+
+    def _run(self, strand: Strand) -> None:
+        with strand._lock:
+            strand._state = _State.RUNNING
+            strand._holder = self
+            self.strand = strand
+        budget = _BUDGET
+        while True:
+            with strand._lock:
+                if self.strand is not strand:
+                    return
+                if not strand._queued or budget <= 0:
+                    self.strand = None
+                    strand._holder = None
+                    if not strand._queued:
+                        strand._state = _State.IDLE
+                        return
+                    strand._state = _State.READY
+                    resubmit = True
+                else:
+                    runner = strand._queued.popleft()
+                    runner.state = _State.RUNNING
+                    resubmit = False
+            if resubmit:
+                self.pool._submit(strand)
+                return
+            budget -= self._run_runner(runner, budget)
+            if self.abandoned:
+                return
+
+    def _run_runner(self, runner: Runner, budget: int) -> int:
+        actor = runner.actor
+        items = runner.mailbox._items
+        runner.worker = self
+        handled = 0
+        alive = True
+        try:
+            if not runner.begun:
+                runner.begun = True
+                alive = actor._tk_begin()
+            while alive and handled < budget and items:
+                handled += 1
+                alive = actor._tk_step(items.popleft())
+                if self.abandoned or self.strand is not runner.strand:
+                    break
+        except BaseException:
+            logger.exception("the runtime failed while running %s", actor)
+            alive = False
+        finally:
+            runner.worker = None
+        if not alive:
+            runner.state = _State.DONE
+            if not self.discard:  # a stuck incarnation was ended by the watchdog already
+                actor._tk_finish()
+            return handled
+        strand = runner.strand
+        if self.strand is not strand:
+            strand._requeue(runner)
+            return handled
+        with strand._lock:
+            if items:
+                runner.state = _State.READY
+                strand._queued.append(runner)
+            else:
+                runner.state = _State.IDLE
+        return max(handled, 1)
+
+
+class StrandPool:
+    """The worker threads of one :class:`~actors.ActorSystem`.
+
+    ``size`` workers run strands; a worker waiting inside :func:`blocking` does not count, so the pool
+    grows (up to ``max_workers``) while ready strands wait and every worker is busy or blocked, and the
+    extra workers end after a few idle seconds. A handler running past ``stuck_after`` outside
+    :func:`blocking` is stuck: ``on_stuck(actor, seconds)`` is called on the watchdog's thread and the
+    worker is replaced.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        stuck_after: float,
+        on_stuck: Callable[[Actor, float], None],
+        max_workers: int = 512,
+        name: str = "turnkeep-worker",
+    ) -> None:
+        if size < 1:
+            raise ValueError("a strand pool needs at least one worker")
+        self.size = size
+        self.stuck_after = stuck_after
+        self.max_workers = max(size, max_workers)
+        self._on_stuck = on_stuck
+        self._name = name
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._queue: deque[Strand] = deque()
+        self._workers: set[_Worker] = set()
+        self._all: list[_Worker] = []
+        """Every worker started, for the join at shutdown (replaced and retired ones included)."""
+        self._idle = 0
+        self._wakes = 0
+        self._blocked_count = 0
+        self._serial = 0
+        self._closed = False
+        self._stop_watchdog = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name=f"{name}-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def strand(self, name: str) -> Strand:
+        """A new, empty strand."""
+        return Strand(self, name)
+
+    @property
+    def workers(self) -> int:
+        """Workers alive now (blocked ones included)."""
+        with self._lock:
+            return len(self._workers)
+
+    def owns_current_thread(self) -> bool:
+        """Whether the calling thread is one of this pool's workers."""
+        worker = current_worker()
+        return worker is not None and worker.pool is self
+
+    def retire_worker_of(self, actor: Actor) -> None:
+        """``actor``'s incarnation was killed while its worker is inside one of its callbacks: that worker
+        ends when the callback returns, and another takes its place now."""
+        runner = getattr(actor, "_tk_runner", None)
+        worker = runner.worker if runner is not None else None
+        if worker is not None:
+            self._abandon(worker)
+
+    def shutdown(self, deadline: float) -> list[str]:
+        """Stop every worker (after the strands queued now); returns the names of threads still alive at
+        ``deadline``."""
+        with self._lock:
+            self._closed = True
+            self._work.notify_all()
+        self._stop_watchdog.set()
+        self._watchdog.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            threads = [w.thread for w in self._all]
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        leftover = [t.name for t in threads if t.is_alive() and t is not threading.current_thread()]
+        if self._watchdog.is_alive():
+            leftover.append(self._watchdog.name)
+        return leftover
+
+    # -- used by strands and workers -----------------------------------------------------------------
+
+    def _submit(self, strand: Strand) -> None:
+        with self._lock:
+            self._queue.append(strand)
+            if self._idle > self._wakes:
+                self._wakes += 1
+                self._work.notify()
+            elif not self._closed and self._short_locked():
+                self._spawn_locked()
+
+    def _short_locked(self) -> bool:
+        """Whether fewer than ``size`` workers can run strands now."""
+        running = len(self._workers) - self._blocked_count - self._idle
+        return running + self._wakes < self.size and len(self._workers) < self.max_workers
+
+    def _spawn_locked(self) -> None:
+        self._serial += 1
+        worker = _Worker(self, f"{self._name}-{self._serial}")
+        self._workers.add(worker)
+        self._all.append(worker)
+        if len(self._all) > 4 * self.max_workers:
+            self._all = [w for w in self._all if w.thread.is_alive() or w is worker]
+        worker.thread.start()
+
+    def _take(self, worker: _Worker) -> Strand | None:
+        with self._lock:
+            while not self._queue:
+                if self._closed:
+                    return None
+                extra = len(self._workers) > self.size
+                self._idle += 1
+                notified = self._work.wait(_EXTRA_KEEPALIVE if extra else None)
+                self._idle -= 1
+                if notified and self._wakes:
+                    self._wakes -= 1
+                if not notified and not self._queue and len(self._workers) > self.size:
+                    self._workers.discard(worker)
+                    return None
+            return self._queue.popleft()
+
+    def _blocked(self, delta: int) -> None:
+        with self._lock:
+            self._blocked_count += delta
+            idle = self._idle > self._wakes
+            if delta > 0 and self._queue and not self._closed and not idle and self._short_locked():
+                self._spawn_locked()
+
+    def _gone(self, worker: _Worker) -> None:
+        with self._lock:
+            self._workers.discard(worker)
+            if self._queue and not self._closed and self._short_locked():
+                self._spawn_locked()
+
+    def _abandon(self, worker: _Worker) -> None:
+        """Replace ``worker``: it ends once its callback returns; its strand goes on without it."""
+        with worker._lock:
+            if worker.abandoned:
+                return
+            worker.abandoned = True
+        with self._lock:
+            self._workers.discard(worker)
+        strand = worker.strand
+        if strand is not None:
+            with strand._lock:
+                resubmit = strand._holder is worker and bool(strand._queued)
+                if strand._holder is worker:
+                    strand._release_locked()
+                    if not resubmit:
+                        strand._state = _State.IDLE
+            if resubmit:
+                self._submit(strand)
+        with self._lock:
+            if self._queue and not self._closed and self._short_locked():
+                self._spawn_locked()
+
+    def _watch(self) -> None:
+        interval = min(1.0, max(0.05, self.stuck_after / 4))
+        while not self._stop_watchdog.wait(interval):
+            now = time.monotonic()
+            with self._lock:
+                workers = list(self._workers)
+            for worker in workers:
+                since = worker.since
+                if since is None or worker.depth or now - since < self.stuck_after:
+                    continue
+                with worker._lock:
+                    since = worker.since
+                    stuck = since is not None and not worker.depth and now - since >= self.stuck_after
+                    actor = worker.actor if stuck else None
+                    if actor is not None:
+                        worker.discard = True
+                if actor is None:
+                    continue
+                self._abandon(worker)
+                try:
+                    self._on_stuck(actor, now - (since or now))
+                except Exception:
+                    logger.exception("ending a stuck actor failed")

@@ -1,0 +1,249 @@
+"""Strands: actors share a small pool of worker threads; a session's actors run as one serial strand.
+
+Actors of one strand never run at the same time and hand each other messages on the same thread; a wait
+declared with ``blocking()`` lets the strand and the pool go on; a handler stuck past ``stuck_after``
+ends its incarnation as a crash and its worker is replaced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from actors import (
+    Actor,
+    ActorSystem,
+    Address,
+    ChildSpec,
+    StuckHandler,
+    Supervisor,
+    WhichChildren,
+    blocking,
+    handles,
+)
+from tests._waiting import wait_until
+from tests.actors.conftest import system_threads
+
+
+@dataclass(frozen=True)
+class Relay:
+    """Tell ``hops`` more relays, alternating between two actors."""
+
+    hops: int
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class AskPeer:
+    peer: str
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    event: threading.Event
+    declared: bool = True
+
+
+@dataclass(frozen=True)
+class SetEvent:
+    event: threading.Event
+
+
+@dataclass(frozen=True)
+class Count:
+    trace: Trace
+
+
+@dataclass
+class Trace:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    inside: int = 0
+    most_inside: int = 0
+    threads: list[int] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class Mate(Actor):
+    def __init__(self, trace: Trace, peer: str = "") -> None:
+        super().__init__()
+        self.trace = trace
+        self.peer = peer
+
+    def _enter(self) -> None:
+        with self.trace.lock:
+            self.trace.inside += 1
+            self.trace.most_inside = max(self.trace.most_inside, self.trace.inside)
+            self.trace.threads.append(threading.get_ident())
+
+    def _leave(self) -> None:
+        with self.trace.lock:
+            self.trace.inside -= 1
+
+    @handles(Relay)
+    def _relay(self, message: Relay) -> None:
+        self._enter()
+        try:
+            if message.hops == 0:
+                self.trace.done.set()
+            else:
+                self.system.address(self.peer).tell(Relay(message.hops - 1))
+        finally:
+            self._leave()
+
+    @handles(Ping)
+    def _ping(self, _: Ping) -> str:
+        return f"pong from {self.address.name}"
+
+    @handles(AskPeer)
+    def _ask_peer(self, message: AskPeer) -> Any:
+        return self.system.address(message.peer).ask(Ping(), timeout=5.0)
+
+    @handles(WaitFor)
+    def _wait_for(self, message: WaitFor) -> bool:
+        if message.declared:
+            with blocking():
+                return message.event.wait(10.0)
+        return message.event.wait(10.0)
+
+    @handles(Count)
+    def _count(self, message: Count) -> int:
+        with message.trace.lock:
+            return len(message.trace.threads)
+
+    @handles(SetEvent)
+    def _set(self, message: SetEvent) -> None:
+        message.event.set()
+
+
+def pair(system: ActorSystem, trace: Trace, *, shared: bool) -> tuple[Address, Address]:
+    children = [
+        ChildSpec("a", lambda: Mate(trace, "pair/b"), shares_strand=shared),
+        ChildSpec("b", lambda: Mate(trace, "pair/a"), shares_strand=shared),
+    ]
+    system.spawn(ChildSpec("pair", lambda: Supervisor(children)))
+    return system.address("pair/a"), system.address("pair/b")
+
+
+def test_actors_of_one_strand_never_run_at_once_and_hand_over_on_one_thread(system: ActorSystem) -> None:
+    trace = Trace()
+    a, _ = pair(system, trace, shared=True)
+    for _ in range(20):
+        a.tell(Relay(50))
+    a.tell(Relay(1001))
+    assert trace.done.wait(10.0)
+    assert wait_until(lambda: len(trace.threads) == 20 * 51 + 1002)
+    assert trace.most_inside == 1
+    # A strand yields its worker every few dozen messages, so the relay may move; it moves rarely.
+    switches = sum(
+        1 for before, after in zip(trace.threads, trace.threads[1:], strict=False) if before != after
+    )
+    assert switches < len(trace.threads) / 10
+
+
+def test_actors_of_their_own_strands_may_run_at_once(system: ActorSystem) -> None:
+    trace = Trace()
+    a, b = pair(system, trace, shared=False)
+    release = threading.Event()
+    a.tell(WaitFor(release, declared=False))
+    # b runs although a's handler holds a worker and never declared its wait.
+    assert b.ask(Ping(), timeout=5.0) == "pong from pair/b"
+    release.set()
+
+
+def test_an_actor_asking_a_strand_mate_gets_its_answer(system: ActorSystem) -> None:
+    trace = Trace()
+    a, _ = pair(system, trace, shared=True)
+    assert a.ask(AskPeer("pair/b"), timeout=5.0) == "pong from pair/b"
+
+
+def test_a_declared_wait_lets_the_rest_of_the_strand_go_on(system: ActorSystem) -> None:
+    trace = Trace()
+    a, b = pair(system, trace, shared=True)
+    event = threading.Event()
+    answer: list[bool] = []
+    waiter = threading.Thread(target=lambda: answer.append(a.ask(WaitFor(event), timeout=10.0)))
+    waiter.start()
+    b.tell(SetEvent(event))  # b shares a's strand, and runs while a waits
+    waiter.join(10.0)
+    assert answer == [True]
+
+
+@pytest.fixture
+def one_worker() -> Iterator[ActorSystem]:
+    before = system_threads()
+    system = ActorSystem(ask_timeout=5.0, restart_wait=1.0, workers=1, stuck_after=0.5)
+    try:
+        yield system
+    finally:
+        report = system.shutdown(timeout=10.0)
+    assert report.leftover_threads == ()
+    assert system_threads() - before == set()
+
+
+def test_the_pool_grows_while_its_workers_wait(one_worker: ActorSystem) -> None:
+    trace = Trace()
+    a, b = pair(one_worker, trace, shared=False)
+    first, second = threading.Event(), threading.Event()
+    a.tell(WaitFor(first))
+    b.tell(WaitFor(second))
+    # Both wait on workers of their own; a third actor still runs, and sets both.
+    c = one_worker.spawn(ChildSpec("c", lambda: Mate(trace)))
+    c.tell(SetEvent(first))
+    c.tell(SetEvent(second))
+    assert wait_until(lambda: first.is_set() and second.is_set())
+    assert one_worker.pool.workers >= 2
+
+
+def test_a_stuck_handler_ends_its_incarnation_and_its_worker_is_replaced(one_worker: ActorSystem) -> None:
+    trace = Trace()
+    a, b = pair(one_worker, trace, shared=False)
+    release = threading.Event()
+    with pytest.raises(StuckHandler, match="WaitFor"):
+        a.ask(WaitFor(release, declared=False), timeout=5.0)
+    # The supervisor restarted a; both actors answer (on the replacement worker) while the old one waits.
+    assert wait_until(
+        lambda: {c.name: c.incarnation for c in one_worker.address("pair").ask(WhichChildren())}["a"] == 2
+    )
+    assert a.ask(Ping(), timeout=5.0) == "pong from pair/a"
+    assert b.ask(Ping(), timeout=5.0) == "pong from pair/b"
+    assert one_worker.metrics()["stuck"] == 1
+    release.set()  # the stuck handler returns; what it returns goes nowhere
+
+
+def test_a_declared_wait_is_never_stuck(one_worker: ActorSystem) -> None:
+    trace = Trace()
+    a, _ = pair(one_worker, trace, shared=False)
+    event = threading.Event()
+    timer = one_worker.io.call_later(1.5, event.set)  # three times stuck_after
+    assert a.ask(WaitFor(event), timeout=5.0) is True
+    timer.wait(5.0)
+    assert "stuck" not in one_worker.metrics()
+
+
+def test_a_busy_strand_yields_its_worker_to_the_others(one_worker: ActorSystem) -> None:
+    trace = Trace()
+    children = [ChildSpec("loop", lambda: Mate(trace, "solo/loop")), ChildSpec("other", lambda: Mate(trace))]
+    one_worker.spawn(ChildSpec("solo", lambda: Supervisor(children)))
+    one_worker.address("solo/loop").tell(Relay(20_000))  # it tells itself, 20,000 times
+    seen = one_worker.address("solo/other").ask(Count(trace), timeout=5.0)
+    # One worker: the other actor was served between two slices of the loop, long before its end.
+    assert seen < 5_000
+    assert trace.done.wait(10.0)
+
+
+def test_many_actors_run_on_the_pools_threads(system: ActorSystem) -> None:
+    before = threading.active_count()
+    trace = Trace()
+    children = [ChildSpec(f"m{i}", lambda: Mate(trace)) for i in range(200)]
+    system.spawn(ChildSpec("many", lambda: Supervisor(children)))
+    for i in range(200):
+        assert system.address(f"many/m{i}").ask(Ping(), timeout=5.0) == f"pong from many/m{i}"
+    assert threading.active_count() - before <= system.pool.size + 2
