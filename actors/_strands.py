@@ -142,15 +142,22 @@ class Strand:
         with self._lock:
             if runner.state is not _State.IDLE:
                 return
-            runner.state = _State.READY
-            self._queued.append(runner)
-            if self._state is _State.IDLE:
-                self._state = _State.READY
-            elif self._state is _State.RUNNING and self._holder_blocked:
-                self._release_locked()
-            else:
-                return
-        self._pool._submit(self)
+            submit = self._queue_locked(runner)
+        if submit:
+            self._pool._submit(self)
+
+    def _queue_locked(self, runner: Runner) -> bool:
+        """Queue ``runner``; True when the strand must now be submitted to the pool: it was idle, or its
+        holder is blocked (and may be waiting for this very runner)."""
+        runner.state = _State.READY
+        self._queued.append(runner)
+        if self._state is _State.IDLE:
+            self._state = _State.READY
+            return True
+        if self._state is _State.RUNNING and self._holder_blocked:
+            self._release_locked()
+            return True
+        return False
 
     def _release_locked(self) -> None:
         """The holder gives the strand up (it is blocked, or gone); the strand is queued for another."""
@@ -164,16 +171,12 @@ class Strand:
     def _requeue(self, runner: Runner) -> None:
         """``runner`` ran on a worker that no longer holds this strand: queue it again, or let it idle."""
         with self._lock:
-            if runner.mailbox._items:
-                runner.state = _State.READY
-                self._queued.append(runner)
-                if self._state is not _State.IDLE:
-                    return
-                self._state = _State.READY
-            else:
+            if not runner.mailbox._items:
                 runner.state = _State.IDLE
                 return
-        self._pool._submit(self)
+            submit = self._queue_locked(runner)
+        if submit:
+            self._pool._submit(self)
 
 
 class _Worker:

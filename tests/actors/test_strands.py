@@ -50,6 +50,16 @@ class AskPeer:
 class WaitFor:
     event: threading.Event
     declared: bool = True
+    entered: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class TellThenWait:
+    """Tell ``peer`` to set ``event``, then wait for it (declared)."""
+
+    peer: str
+    event: threading.Event
+    entered: threading.Event
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,8 @@ class Mate(Actor):
 
     @handles(WaitFor)
     def _wait_for(self, message: WaitFor) -> bool:
+        if message.entered is not None:
+            message.entered.set()
         if message.declared:
             with blocking():
                 return message.event.wait(10.0)
@@ -117,6 +129,13 @@ class Mate(Actor):
     def _count(self, message: Count) -> int:
         with message.trace.lock:
             return len(message.trace.threads)
+
+    @handles(TellThenWait)
+    def _tell_then_wait(self, message: TellThenWait) -> bool:
+        self.system.address(message.peer).tell(SetEvent(message.event))
+        message.entered.set()
+        with blocking():
+            return message.event.wait(10.0)
 
     @handles(SetEvent)
     def _set(self, message: SetEvent) -> None:
@@ -174,6 +193,24 @@ def test_a_declared_wait_lets_the_rest_of_the_strand_go_on(system: ActorSystem) 
     b.tell(SetEvent(event))  # b shares a's strand, and runs while a waits
     waiter.join(10.0)
     assert answer == [True]
+
+
+def test_a_strand_mate_that_waited_is_run_for_a_holder_waiting_on_it(system: ActorSystem) -> None:
+    trace = Trace()
+    a, b = pair(system, trace, shared=True)
+    first, second = threading.Event(), threading.Event()
+    a_waits, b_waits = threading.Event(), threading.Event()
+    a.tell(WaitFor(first, entered=a_waits))
+    assert a_waits.wait(5.0)
+    # b takes the strand while a waits; it tells a to set `second`, and waits for it.
+    answer: list[bool] = []
+    asker = threading.Thread(target=lambda: answer.append(b.ask(TellThenWait("pair/a", second, b_waits))))
+    asker.start()
+    assert b_waits.wait(5.0)
+    first.set()  # a's handler returns; its next message must run although b holds the strand, waiting
+    asker.join(15.0)
+    assert answer == [True]
+    assert second.is_set()
 
 
 @pytest.fixture
