@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -66,7 +68,7 @@ class OpenAIAdapter:
         """The Chat Completions JSON body for ``request``."""
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [_encode_message(m) for m in request.messages],
+            "messages": _encoded_messages(request.messages),
         }
         if request.tools:
             body["tools"] = [
@@ -92,6 +94,33 @@ class OpenAIAdapter:
     def new_decoder(self) -> OpenAIDecoder:
         """A decoder for one Chat Completions stream."""
         return OpenAIDecoder()
+
+
+_MEMO_SIZE = 8192
+_memo: dict[int, tuple[Message, dict[str, Any]]] = {}
+"""The encodings of recent messages, by identity (each held, so that its id is not reused): a session's
+next request sends the same message objects again, and only the new ones are encoded. Messages with
+media are not kept: their encodings hold the media's data again."""
+_memo_lock = threading.Lock()
+
+
+def _encoded_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with _memo_lock:
+        for message in messages:
+            known = _memo.get(id(message))
+            if known is not None and known[0] is message:
+                out.append(known[1])
+                continue
+            encoded = _encode_message(message)
+            out.append(encoded)
+            if not (
+                isinstance(message, UserMessage) and any(isinstance(p, ImagePart) for p in message.parts)
+            ):
+                if len(_memo) >= _MEMO_SIZE:
+                    del _memo[next(iter(_memo))]
+                _memo[id(message)] = (message, encoded)
+    return out
 
 
 def _encode_message(message: Message) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from ..compaction import (
 from ..messages import UserPrompt
 from ..store import SessionRecord, SessionStore, StoreError
 from ._journal import queued_prompts, turn_journal
-from ._repair import plan_repair
+from ._repair import Soundness, plan_repair
 from ._tokens import TokenEstimator, effective_window
 
 __all__ = ["ChatStateActor", "ChatStateOptions", "Write", "write_to_store"]
@@ -95,6 +95,9 @@ class ChatStateActor(Actor):
         self._options = options
         self._estimator = estimator
         self._entries: list[tuple[int, int, Message]] = []
+        self._soundness = Soundness()
+        self._weight = (0, 0)
+        """What the entries add to a request's estimate (TokenEstimator.weigh), kept as they change."""
         self._learned: int | None = None
         self._tools: tuple[ToolSpec, ...] = ()
         self._merge_roles = False
@@ -108,6 +111,14 @@ class ChatStateActor(Actor):
     def _reload(self) -> None:
         stored = self._store.load_messages(self._options.session_id)
         self._entries = [(m.seq, m.turn, m.message) for m in stored]
+        self._soundness = Soundness([m for _, _, m in self._entries])
+        self._weight = (0, 0)
+        for _, _, entry in self._entries:
+            self._add_weight(entry)
+
+    def _add_weight(self, message: Message) -> None:
+        fixed, text_bytes = self._estimator.weigh(message)
+        self._weight = (self._weight[0] + fixed, self._weight[1] + text_bytes)
 
     @property
     def _window(self) -> int:
@@ -125,6 +136,8 @@ class ChatStateActor(Actor):
             lambda: self._store.append_message(self._options.session_id, message.turn, message.message)
         )
         self._entries.append((seq, message.turn, message.message))
+        self._soundness.add(message.message)
+        self._add_weight(message.message)
         return seq
 
     @handles(StartTurn)
@@ -133,6 +146,8 @@ class ChatStateActor(Actor):
             lambda: self._store.start_turn(self._options.session_id, message.turn, message.prompt)
         )
         self._entries.append((seq, message.turn, message.prompt))
+        self._soundness.add(message.prompt)
+        self._add_weight(message.prompt)
         return seq
 
     @handles(FinishTurn)
@@ -170,7 +185,11 @@ class ChatStateActor(Actor):
             model=message.model, messages=tuple(messages), tools=message.tools, max_tokens=message.max_tokens
         )
         self._tools = message.tools
-        estimate = self._estimator.estimate(messages, message.tools)
+        fixed, text_bytes = self._weight
+        if self._options.system_prompt:
+            more_fixed, more_bytes = self._estimator.weigh(messages[0])
+            fixed, text_bytes = fixed + more_fixed, text_bytes + more_bytes
+        estimate = self._estimator.estimate_weighed(fixed, text_bytes, message.tools)
         return BuiltRequest(request, estimate, self._window)
 
     @handles(Calibrate)
@@ -246,6 +265,8 @@ class ChatStateActor(Actor):
     def _repair(self) -> None:
         """Mend the projection where no provider would accept it (see :mod:`shell.session._repair`), in the
         store: the mended messages take the place of the originals, which stay stored."""
+        if self._soundness.sound and not (self._merge_roles or self._drop_images):
+            return
         repair = plan_repair(self._entries, merge_roles=self._merge_roles, drop_images=self._drop_images)
         if repair is not None:
             self._write(

@@ -34,7 +34,7 @@ from sampler.messages import (
 
 from ..compaction import Entry
 
-__all__ = ["EMPTIED", "NO_RESULT", "Repair", "plan_repair"]
+__all__ = ["EMPTIED", "NO_RESULT", "Repair", "Soundness", "plan_repair"]
 
 NO_RESULT = "no result was recorded for this tool call; it may or may not have run"
 """The content of the ``is_error`` result that answers an unpaired tool call."""
@@ -119,6 +119,59 @@ def plan_repair(
         messages = ((entries[0][1], UserMessage.of_text(EMPTIED)),)
     replaced = tuple(seq for seq, _, _ in entries[start:])
     return Repair(replaced, messages, tally.words())
+
+
+class Soundness:
+    """Whether a projection surely needs no repair, kept up to date one appended message at a time, so
+    that the common request skips :func:`plan_repair`'s pass over the whole history.
+
+    Guarantee: while :attr:`sound` is True, :func:`plan_repair` of the messages given so far (without
+    ``merge_roles`` and ``drop_images``) returns None. It is False whenever that is not certain; then
+    :func:`plan_repair` decides. It holds while every assistant message's tool calls are answered, each
+    once, by the run of tool messages right after it, no tool message is anywhere else, no call id is used
+    twice, and no image lacks data.
+    """
+
+    __slots__ = ("_broken", "_calls", "_in_run", "_open")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self._calls: set[str] = set()
+        self._open: set[str] = set()
+        self._in_run = False
+        self._broken = False
+        for message in messages:
+            self.add(message)
+
+    @property
+    def sound(self) -> bool:
+        """True when the projection surely needs no repair."""
+        return not self._broken and not self._open
+
+    def add(self, message: Message) -> None:
+        """The projection now ends with ``message``."""
+        if self._broken:
+            return
+        if isinstance(message, ToolMessage):
+            call_id = message.result.call_id
+            if self._in_run and call_id in self._open:
+                self._open.discard(call_id)
+            else:
+                self._broken = True
+            return
+        if self._open:
+            self._broken = True
+            return
+        self._in_run = False
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            ids = [call.id for call in message.tool_calls]
+            if len(set(ids)) != len(ids) or not self._calls.isdisjoint(ids):
+                self._broken = True
+                return
+            self._calls.update(ids)
+            self._open = set(ids)
+            self._in_run = True
+        elif isinstance(message, UserMessage):
+            self._broken = any(isinstance(p, ImagePart) and not (p.data or p.url) for p in message.parts)
 
 
 def _pair_results(entries: Sequence[Entry], tally: _Tally) -> list[_Mended]:

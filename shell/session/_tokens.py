@@ -88,25 +88,38 @@ class TokenEstimator:
 
     def estimate(self, messages: Iterable[Message], tools: Iterable[ToolSpec] = ()) -> int:
         """The estimated input tokens of a request made of ``messages`` and ``tools``; 0 for nothing."""
-        text_bytes = 0
-        fixed = 0
+        fixed = text_bytes = 0
         for message in messages:
-            fixed += _MESSAGE_OVERHEAD
-            if isinstance(message, SystemMessage):
-                text_bytes += _utf8_len(message.content)
-            elif isinstance(message, UserMessage):
-                for part in message.parts:
-                    if isinstance(part, ImagePart):
-                        fixed += self._image_tokens
-                    else:
-                        text_bytes += _utf8_len(part.text)
-            elif isinstance(message, AssistantMessage):
-                text_bytes += _utf8_len(message.text)
-                for call in message.tool_calls:
-                    fixed += _TOOL_CALL_OVERHEAD
-                    text_bytes += _utf8_len(call.name) + _utf8_len(call.arguments)
-            elif isinstance(message, ToolMessage):
-                text_bytes += _utf8_len(message.result.content)
+            more_fixed, more_bytes = self.weigh(message)
+            fixed += more_fixed
+            text_bytes += more_bytes
+        return self.estimate_weighed(fixed, text_bytes, tools)
+
+    def weigh(self, message: Message) -> tuple[int, int]:
+        """What ``message`` adds to a request: fixed tokens and text bytes. A request's estimate is
+        :meth:`estimate_weighed` of their sums over its messages, which equals :meth:`estimate`."""
+        fixed = _MESSAGE_OVERHEAD
+        text_bytes = 0
+        if isinstance(message, SystemMessage):
+            text_bytes += _utf8_len(message.content)
+        elif isinstance(message, UserMessage):
+            for part in message.parts:
+                if isinstance(part, ImagePart):
+                    fixed += self._image_tokens
+                else:
+                    text_bytes += _utf8_len(part.text)
+        elif isinstance(message, AssistantMessage):
+            text_bytes += _utf8_len(message.text)
+            for call in message.tool_calls:
+                fixed += _TOOL_CALL_OVERHEAD
+                text_bytes += _utf8_len(call.name) + _utf8_len(call.arguments)
+        elif isinstance(message, ToolMessage):
+            text_bytes += _utf8_len(message.result.content)
+        return fixed, text_bytes
+
+    def estimate_weighed(self, fixed: int, text_bytes: int, tools: Iterable[ToolSpec] = ()) -> int:
+        """The estimate of a request whose messages weigh ``fixed`` tokens and ``text_bytes`` bytes in all
+        (sums of :meth:`weigh`), with ``tools``."""
         for tool in tools:
             fixed += _TOOL_SPEC_OVERHEAD
             text_bytes += _utf8_len(tool.name) + _utf8_len(tool.description)

@@ -390,3 +390,24 @@ def test_the_assembled_result_round_trips_through_msgspec_json():
     decoder, _ = decode(TEXT_STREAM)
     result = decoder.finish()
     assert msgspec.json.decode(msgspec.json.encode(result), type=type(result)) == result
+
+
+def test_a_message_sent_again_is_encoded_as_the_first_time_and_a_changed_history_as_itself() -> None:
+    from sampler.providers import openai as wire
+
+    adapter = wire.OpenAIAdapter()
+    first = (UserMessage.of_text("hi"), AssistantMessage("", (ToolCall("c1", "read_file", "{}"),)))
+    later = (*first, ToolMessage(ToolResult("c1", "done", is_error=True)), UserMessage.of_text("more"))
+    once = msgspec.json.decode(adapter.encode_request(ModelRequest(model="m", messages=first)))
+    again = msgspec.json.decode(adapter.encode_request(ModelRequest(model="m", messages=later)))
+    assert again["messages"][:2] == once["messages"]
+    assert again["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: done"},
+        {"role": "user", "content": "more"},
+    ]
+    equal_but_new = (UserMessage.of_text("hi"), UserMessage.of_text("other"))
+    fresh = msgspec.json.decode(adapter.encode_request(ModelRequest(model="m", messages=equal_but_new)))
+    assert [m["content"] for m in fresh["messages"]] == ["hi", "other"]
+    image = UserMessage((TextPart("see"), ImagePart("image/png", data="AA==")))
+    adapter.encode_request(ModelRequest(model="m", messages=(image,)))
+    assert id(image) not in wire._memo  # an encoding with media holds its data again: not kept

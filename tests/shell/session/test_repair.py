@@ -17,7 +17,7 @@ from sampler.messages import (
     UserMessage,
 )
 from sampler.projection import strict_structure
-from shell.session._repair import NO_RESULT, Repair, plan_repair
+from shell.session._repair import NO_RESULT, Repair, Soundness, plan_repair
 
 
 def entries(*messages: Message, turn: int = 1) -> list[tuple[int, int, Message]]:
@@ -249,3 +249,50 @@ def test_any_history_is_mended_into_a_valid_one_and_mending_it_again_changes_not
     assert all(p.data for p in images) and not (drop_images and images)
     again = [(seq, seq, m) for seq, m in enumerate(mended, start=1)]
     assert plan_repair(again, merge_roles=merge_roles, drop_images=drop_images) is None
+
+
+@st.composite
+def well_formed(draw: st.DrawFn) -> list[tuple[int, int, Message]]:
+    """Projections as turns write them: prompts, answers, and calls each answered right after, in any
+    order; then, sometimes, one message dropped, repeated or moved."""
+    messages: list[Message] = []
+    for n in range(draw(st.integers(0, 6))):
+        messages.append(UserMessage(tuple(draw(st.lists(_part, min_size=1, max_size=2)))))
+        for step in range(draw(st.integers(0, 2))):
+            ids = [f"c{n}_{step}_{i}" for i in range(draw(st.integers(1, 3)))]
+            messages.append(AssistantMessage("", tuple(call(i) for i in ids)))
+            messages += [result(i) for i in draw(st.permutations(ids))]
+        messages.append(AssistantMessage("done"))
+    if messages and draw(st.booleans()):
+        index = draw(st.integers(0, len(messages) - 1))
+        how = draw(st.sampled_from(["drop", "repeat", "move"]))
+        moved = messages.pop(index) if how != "repeat" else messages[index]
+        if how != "drop":
+            messages.insert(draw(st.integers(0, len(messages))), moved)
+    return [(seq, seq, m) for seq, m in enumerate(messages, start=1)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(history=st.one_of(histories(), well_formed()))
+def test_a_projection_known_sound_needs_no_repair(history: list[tuple[int, int, Message]]) -> None:
+    messages = [m for _, _, m in history]
+    soundness = Soundness()
+    for message in messages:
+        soundness.add(message)
+    assert soundness.sound == Soundness(messages).sound
+    if soundness.sound:
+        assert plan_repair(history) is None
+
+
+def test_projections_as_turns_write_them_are_known_sound() -> None:
+    turn = [
+        UserMessage.of_text("go"),
+        AssistantMessage("", (call("a"), call("b"))),
+        result("b"),
+        result("a"),
+        AssistantMessage("done"),
+    ]
+    assert Soundness(turn).sound
+    assert not Soundness(turn[:3]).sound  # a call still unanswered
+    assert not Soundness([*turn, result("a")]).sound  # a result twice
+    assert not Soundness([UserMessage((ImagePart("image/png", data=""),))]).sound
