@@ -90,7 +90,7 @@ def _rss_kib() -> int:
 
 
 class _Recorder:
-    """A session's subscriber: stamps each event on arrival, nothing more (it runs on the actor's thread)."""
+    """A session's subscriber: stamps each event on arrival, nothing more (it runs on an actor's worker)."""
 
     def __init__(self) -> None:
         self.events: list[tuple[int, Any]] = []
@@ -153,20 +153,16 @@ def _run_turns(addresses: Sequence[Address], recorders: Sequence[_Recorder], tur
 
 _THREAD_KINDS = (
     ("turnkeep-io", "the trio I/O loop (model streams, timers)"),
-    ("/session/", "session actors (turn machines, publishing)"),
-    ("/chat_state", "chat state actors (history, requests)"),
+    ("turnkeep-worker", "the actors (the strand pool's workers)"),
     ("store writer", "the store's writer"),
-    ("/sampler", "sampler actors"),
-    ("/tools", "tool supervisors"),
 )
 
 
 def _thread_kind(name: str) -> str:
-    # The most specific kind first: a session actor's name also holds "/session/".
-    for marker, kind in reversed(_THREAD_KINDS):
-        if marker in name and not (marker == "/session/" and not name.endswith("/session")):
+    for marker, kind in _THREAD_KINDS:
+        if marker in name:
             return kind
-    return "other threads (the bench's, the supervisors', the gate's)"
+    return "other threads (the bench's, the provider gate's)"
 
 
 def _thread_cpu() -> dict[int, tuple[str, float]]:
