@@ -337,9 +337,10 @@ class GateState:
                 self._cool_until = max(self._cool_until, now + observation.retry_after)
         # What the provider reported was counted before the requests still in flight reached it.
         if observation.requests is not None:
-            self._requests = _reported(observation.requests, len(self._in_flight), now)
+            self._requests = _merged(self._requests, _reported(observation.requests, len(self._in_flight), now))
         if observation.tokens is not None:
-            self._tokens = _reported(observation.tokens, sum(self._in_flight.values()), now)
+            fresh = _reported(observation.tokens, sum(self._in_flight.values()), now)
+            self._tokens = _merged(self._tokens, fresh)
 
 
 def _reported(budget: Budget, in_flight: float, now: float) -> _Reported:
@@ -351,6 +352,19 @@ def _reported(budget: Budget, in_flight: float, now: float) -> _Reported:
         rate = (limit - budget.remaining) / reset_in if reset_in > 0 and limit > budget.remaining else None
     reset_at = None if reset_in is None else now + reset_in
     return _Reported(remaining, limit, reset_at, rate, now)
+
+
+def _merged(known: _Reported | None, fresh: _Reported) -> _Reported:
+    """``fresh`` as the budget from now on, never above what ``known`` leaves now.
+
+    Answers to requests sent at about the same time arrive in any order, so a report can be older than
+    the one the gate holds: it may lower the budget, never raise it. The budget rises by refilling (a
+    budget that cannot refill, reported without a reset, is simply replaced).
+    """
+    if known is not None and (known.rate is not None or known.reset_at is not None):
+        known.refill(fresh.at)
+        fresh.remaining = min(fresh.remaining, known.remaining)
+    return fresh
 
 
 def _left(reported: _Reported | None, now: float) -> float | None:

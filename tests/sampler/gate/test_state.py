@@ -160,3 +160,24 @@ def test_a_reported_budget_is_lowered_by_the_requests_still_in_flight() -> None:
     assert len(leases(state, 0.0)) == 3
     state.release("r0", Observation(200, requests=Budget(10, 5, 60.0)), 0.1)
     assert state.snapshot(0.1).requests_remaining == 3
+
+
+def test_a_report_older_than_the_one_held_lowers_the_budget_never_raises_it() -> None:
+    state = GateState()
+    for n in range(2):
+        state.enqueue(f"r{n}", f"s{n}", 0, 1, 0.0)
+    assert len(leases(state, 0.0)) == 2
+    # The second request's answer (nothing left) arrives before the first's (one left, written earlier).
+    state.release("r1", Observation(200, requests=Budget(2, 0, 0.2)), 0.1)
+    state.release("r0", Observation(200, requests=Budget(2, 1, 0.1)), 0.1)
+    assert state.snapshot(0.1).requests_remaining == 0
+    state.enqueue("r2", "s2", 0, 1, 0.1)
+    assert leases(state, 0.15) == []
+    assert leases(state, 0.2) == ["r2"]  # refilled at the 10 a second the reports imply
+
+
+def test_a_budget_reported_without_a_reset_is_replaced_by_the_next_report() -> None:
+    state = GateState()
+    state.release("a", Observation(200, requests=Budget(None, 0, None)), 0.0)
+    state.release("b", Observation(200, requests=Budget(None, 7, None)), 1.0)
+    assert state.snapshot(1.0).requests_remaining == 7
