@@ -337,9 +337,8 @@ class GateState:
                 self._cool_until = max(self._cool_until, now + observation.retry_after)
         # What the provider reported was counted before the requests still in flight reached it.
         if observation.requests is not None:
-            self._requests = _merged(
-                self._requests, _reported(observation.requests, len(self._in_flight), now)
-            )
+            fresh = _reported(observation.requests, len(self._in_flight), now)
+            self._requests = _merged(self._requests, fresh)
         if observation.tokens is not None:
             fresh = _reported(observation.tokens, sum(self._in_flight.values()), now)
             self._tokens = _merged(self._tokens, fresh)
