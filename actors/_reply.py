@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
-from ._strands import blocking
+from ._strands import blocking, wait_helping
 from .errors import AskTimeout
 
 _DELIVERED_GRACE = 1.0
@@ -50,10 +51,15 @@ class Ask:
         self.fail(error)
         return True
 
+    def _answered(self) -> bool:
+        return not self._done.locked()
+
     def wait(self, timeout: float, address: str) -> Any:
         """Block until answered or the deadline passes; never longer than ``timeout`` plus a short grace."""
+        deadline = time.monotonic() + timeout
+        wait_helping(self._answered, deadline)
         with blocking():
-            answered = self._done.acquire(timeout=timeout)
+            answered = self._done.acquire(timeout=max(0.0, deadline - time.monotonic()))
         if not answered:
             if self.claim():
                 raise AskTimeout(

@@ -57,6 +57,16 @@ def blocking() -> Iterator[None]:
         worker._leave_blocking()
 
 
+def wait_helping(answered: Callable[[], bool], deadline: float) -> None:
+    """Before a handler blocks on a reply: run the other ready actors of its strand on this thread, in
+    order, until ``answered()`` is true, none is ready, or the monotonic ``deadline`` passes. An ask of a
+    strand-mate is so answered by the asking thread itself, with no other worker needed. Does nothing
+    outside a worker, or where the handler no longer holds its strand."""
+    worker: _Worker | None = getattr(_local, "worker", None)
+    if worker is not None:
+        worker._help(answered, deadline)
+
+
 def current_worker() -> _Worker | None:
     """The worker running on this thread, if any."""
     return getattr(_local, "worker", None)
@@ -240,6 +250,27 @@ class _Worker:
                     strand._holder_blocked = False
         if self.since is not None:
             self.since = time.monotonic()
+
+    def _help(self, answered: Callable[[], bool], deadline: float) -> None:
+        strand = self.strand
+        if strand is None or self.depth or self.abandoned:
+            return
+        actor, since, discard = self.actor, self.since, self.discard
+        try:
+            while not answered() and time.monotonic() < deadline:
+                with strand._lock:
+                    if self.strand is not strand or strand._holder is not self or not strand._queued:
+                        return
+                    runner = strand._queued.popleft()
+                    runner.state = _State.RUNNING
+                self._run_runner(runner, _BUDGET)
+                if self.abandoned:
+                    return
+        finally:
+            # The waiting handler goes on: a nested handler declared stuck does not make it stuck.
+            with self._lock:
+                self.actor, self.discard = actor, discard
+                self.since = None if since is None else time.monotonic()
 
     # -- the loop ------------------------------------------------------------------------------------
 

@@ -47,6 +47,18 @@ class AskPeer:
 
 
 @dataclass(frozen=True)
+class AskPeerThread:
+    """Ask ``peer`` which thread it runs on; answered with (the asker's thread, the peer's)."""
+
+    peer: str
+
+
+@dataclass(frozen=True)
+class WhichThread:
+    pass
+
+
+@dataclass(frozen=True)
 class WaitFor:
     event: threading.Event
     declared: bool = True
@@ -116,6 +128,14 @@ class Mate(Actor):
     def _ask_peer(self, message: AskPeer) -> Any:
         return self.system.address(message.peer).ask(Ping(), timeout=5.0)
 
+    @handles(AskPeerThread)
+    def _ask_peer_thread(self, message: AskPeerThread) -> tuple[int, int]:
+        return threading.get_ident(), self.system.address(message.peer).ask(WhichThread(), timeout=5.0)
+
+    @handles(WhichThread)
+    def _which_thread(self, _: WhichThread) -> int:
+        return threading.get_ident()
+
     @handles(WaitFor)
     def _wait_for(self, message: WaitFor) -> bool:
         if message.entered is not None:
@@ -181,6 +201,35 @@ def test_an_actor_asking_a_strand_mate_gets_its_answer(system: ActorSystem) -> N
     trace = Trace()
     a, _ = pair(system, trace, shared=True)
     assert a.ask(AskPeer("pair/b"), timeout=5.0) == "pong from pair/b"
+
+
+def test_an_ask_of_a_strand_mate_is_answered_on_the_asking_thread(one_worker: ActorSystem) -> None:
+    families = []
+    for n in range(30):
+        children = [
+            ChildSpec("a", lambda: Mate(Trace()), shares_strand=True),
+            ChildSpec("b", lambda: Mate(Trace()), shares_strand=True),
+        ]
+        one_worker.spawn(ChildSpec(f"f{n}", lambda children=children: Supervisor(children)))
+        families.append(one_worker.address(f"f{n}/a"))
+    assert all(address.ask(Ping(), timeout=5.0) for address in families)
+    workers = one_worker.pool.workers  # supervisors waiting for their children may have added some
+    answers: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def ask(address: Address) -> None:
+        answer = address.ask(AskPeerThread(address.name.replace("/a", "/b")), timeout=10.0)
+        with lock:
+            answers.append(answer)
+
+    askers = [threading.Thread(target=ask, args=(address,)) for address in families]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(15.0)
+    assert len(answers) == 30
+    assert all(asker_thread == mate_thread for asker_thread, mate_thread in answers)
+    assert one_worker.pool.workers <= workers  # no asker needed a worker of its own to wait on
 
 
 def test_a_declared_wait_lets_the_rest_of_the_strand_go_on(system: ActorSystem) -> None:
