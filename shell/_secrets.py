@@ -10,6 +10,7 @@ must otherwise reach the model as it is. :class:`RedactingFilter` applies :func:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -25,6 +26,7 @@ __all__ = [
     "KnownSecrets",
     "RedactingFilter",
     "SecretWatch",
+    "may_hold_secret",
     "redact",
     "redact_known",
     "redact_known_struct",
@@ -127,9 +129,16 @@ class KnownSecrets:
         return text
 
     def occurs_in(self, data: str | bytes) -> bool:
-        """Whether any known secret occurs in ``data`` (text, or bytes searched as UTF-8)."""
+        """Whether any known secret occurs in ``data`` (text, or bytes searched as UTF-8), as it is or as
+        JSON writes it inside a string."""
         text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
-        return any(value in text for value, _ in self._refresh())
+        return any(value in text or _in_json(value) in text for value, _ in self._refresh())
+
+
+@functools.lru_cache(maxsize=256)
+def _in_json(value: str) -> str:
+    """``value`` as it is written inside a JSON string."""
+    return msgspec.json.encode(value)[1:-1].decode()
 
 
 KNOWN_SECRETS = KnownSecrets()
@@ -211,6 +220,23 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], .
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
     (re.compile(r"\bAIza[A-Za-z0-9_-]{30,}"), REDACTED),
 )
+
+
+_ANCHORS = re.compile(
+    rf"(?i)(?:{_CREDENTIAL_NAME})|bearer|sk-|eyJ|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abposr]-|AIza"
+)
+"""What every pattern of :data:`_PATTERNS` starts its match with, or holds: letters, digits, ``-`` and
+``_``, which JSON writes as they are."""
+
+
+def may_hold_secret(encoded_json: bytes) -> bool:
+    """Whether :func:`redact` could change any string inside the JSON document ``encoded_json``.
+
+    False guarantees that redacting each string of the decoded document changes nothing, so the document
+    can be kept as it is; True means only that it must be redacted string by string.
+    """
+    text = encoded_json.decode("utf-8", "surrogateescape")
+    return _ANCHORS.search(text) is not None or KNOWN_SECRETS.occurs_in(text)
 
 
 def redact(text: str) -> str:

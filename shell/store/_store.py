@@ -19,7 +19,7 @@ import msgspec
 
 from sampler.messages import Message
 
-from .._secrets import redact
+from .._secrets import may_hold_secret, redact
 from . import _fork, _usage
 from ._db import Db, StoreBackend
 from ._errors import (
@@ -66,6 +66,9 @@ def _redact_tree(value: Any) -> Any:
 
 
 def _encode(value: Any) -> bytes:
+    encoded = _encoder.encode(value)
+    if not may_hold_secret(encoded):
+        return encoded
     return _encoder.encode(_redact_tree(msgspec.to_builtins(value)))
 
 

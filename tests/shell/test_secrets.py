@@ -6,9 +6,12 @@ import json
 import logging
 import sys
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from shell._secrets import REDACTED, RedactingFilter, redact
+from shell._secrets import KNOWN_SECRETS, REDACTED, RedactingFilter, may_hold_secret, redact
 
 ANTHROPIC_KEY = "sk-ant-api03-Zx9Qm2Lk7Wv4Rt8Yp1Bn6Hc3Jd5Fg0Sa"
 OPENAI_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34"
@@ -112,3 +115,67 @@ def test_a_handler_with_the_filter_never_emits_a_secret(caplog):
 
     assert ANTHROPIC_KEY not in caplog.text
     assert "x-api-key: [redacted]" in caplog.text
+
+
+# -- may_hold_secret: the store's check that lets a document be kept as it is ------------------------------
+
+_SECRETISH = [
+    ANTHROPIC_KEY,
+    OPENAI_KEY,
+    JWT,
+    "Authorization: Bearer 4f9c2e1ab77d4c0e9a31",
+    "x-api-key: k3y-5f1e-77aa-91bc",
+    'api_key="hunter2hunter2"',
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abc",
+    "AIza" + "x" * 35,
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "api_\u212aey=hunter2hunter2",
+    "bearer\n4f9c2e1ab77d4c0e9a31",
+]
+
+
+@pytest.mark.parametrize("secret", _SECRETISH)
+def test_a_document_holding_a_recognised_secret_anywhere_may_hold_one(secret):
+    document = {"role": "tool", "content": ["ok", {"nested": f'say "{secret}"\\ then'}]}
+    assert redact(f'say "{secret}"\\ then') != f'say "{secret}"\\ then'
+    assert may_hold_secret(msgspec.json.encode(document))
+
+
+def test_a_known_secret_with_quotes_and_backslashes_is_found_as_json_writes_it():
+    KNOWN_SECRETS.add("ODD_TOKEN", 'pa"ss\\word-1234')
+    try:
+        assert may_hold_secret(msgspec.json.encode({"text": 'the token pa"ss\\word-1234 leaked'}))
+    finally:
+        KNOWN_SECRETS.clear()
+
+
+@given(
+    st.recursive(
+        st.text(
+            alphabet=st.sampled_from(list('abkeyAPI_-:= "\\\n\u212aBearskKxotenIzaghp0123456789')),
+            max_size=40,
+        ),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+@settings(max_examples=400, deadline=None)
+def test_a_document_said_not_to_hold_a_secret_is_left_alone_by_redaction(document):
+    if may_hold_secret(msgspec.json.encode(document)):
+        return
+    assert all(redact(text) == text for text in _strings(document))
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
