@@ -110,6 +110,7 @@ class SamplerRuntime:
     """The host's provider gate, when it has one: every attempt passes through it."""
     _client: httpx.AsyncClient | None = None
     _transport: TrioTransport | None = None
+    _lean: TrioTransport | None = None
 
     def __post_init__(self) -> None:
         self.rng = _UNSEEDED if self.seed is None else random.Random(self.seed)
@@ -119,13 +120,19 @@ class SamplerRuntime:
         if self._client is None:
             self._transport = TrioTransport(max_keepalive_connections=4)
             self._client = http_client(self.settings, self._transport)
+            self._lean = None if proxy_configured(self.settings.base_url) else self._transport
         return self._client
+
+    def lean_transport(self) -> TrioTransport | None:
+        """The transport :meth:`client` sends through when a request may go to it directly (no proxy)."""
+        self.client()
+        return self._lean
 
     def discard(self) -> None:
         """Close the client's pooled connections at once, from any thread: for a sampler whose last
         incarnation could not close them (it crashed, or the trio loop has ended). A later step makes a
         new client."""
-        transport, self._transport, self._client = self._transport, None, None
+        transport, self._transport, self._client, self._lean = self._transport, None, None, None
         if transport is not None:
             transport.close_idle_now()
 
@@ -238,6 +245,7 @@ class SamplerActor(Actor):
                 memory=memory,
                 gate=runtime.gate,
                 traceparent=sample.traceparent,
+                transport=runtime.lean_transport(),
             )
         finally:
             address.tell(_StepDone(sample.request_id))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
@@ -12,6 +14,7 @@ import msgspec
 import trio
 
 from ._sse import SseParser
+from ._transport import TrioTransport
 from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_error, classify_stream_error
 from .events import (
     Cancelled,
@@ -132,6 +135,7 @@ async def sample_step(
     memory: ProjectionMemory | None = None,
     gate: GateClient | None = None,
     traceparent: str | None = None,
+    transport: TrioTransport | None = None,
 ) -> Outcome:
     """Run one step to its end and return (and emit) exactly one of Completed, Failed or Cancelled.
 
@@ -144,12 +148,18 @@ async def sample_step(
     when the wait is long; waiting spends no attempt) and reports its answer to it; a wait past the gate's
     deadline fails the step with kind ``rate_limit``. A ``traceparent`` (W3C trace context) goes on every
     attempt's request as its header of that name.
+
+    With a ``transport`` (the :class:`~sampler._transport.TrioTransport` that ``client`` sends through),
+    each request goes straight to it, past the client's layers (cookies, redirects, auth flows, hooks and
+    default headers): the same request on the same connections, with less work per request.
     """
     if traceparent is not None:
         settings = msgspec.structs.replace(settings, headers={**settings.headers, "traceparent": traceparent})
     rng = rng or random.Random()
     policy = settings.policy
-    step = _Step(request, request_id, client, settings, emit, api_key, memory or ProjectionMemory(), gate)
+    step = _Step(
+        request, request_id, client, settings, emit, api_key, memory or ProjectionMemory(), gate, transport
+    )
     try:
         while True:
             step.attempt += 1
@@ -189,6 +199,7 @@ class _Step:
     api_key: Callable[[], str | None]
     memory: ProjectionMemory
     gate: GateClient | None
+    transport: TrioTransport | None = None
     attempt: int = 0
     """The attempt under way, counted from 1; a re-shaped request is the same attempt."""
     current: _Attempt = field(default_factory=_Attempt)
@@ -230,7 +241,7 @@ async def _attempt_in_every_shape(step: _Step) -> Completed | Failed | LlmError:
 async def _gated_attempt(step: _Step, body: bytes) -> AssistantResult | LlmError | Failed:
     """Send ``body`` once, through the provider gate when the step has one (and tell the gate how it was
     answered); a wait past the gate's deadline is the step's :class:`Failed`, not emitted yet."""
-    send = step.request_id, step.client, step.settings, step.emit
+    send = step.request_id, step.client, step.transport, step.settings, step.emit
     if step.gate is None:
         return await _one_attempt(body, *send, step.api_key(), step.current)
     lease = f"{step.request_id}#{next(step.leases)}"
@@ -297,6 +308,7 @@ async def _one_attempt(
     body: bytes,
     request_id: str,
     client: httpx.AsyncClient,
+    transport: TrioTransport | None,
     settings: SamplerSettings,
     emit: Callable[[SamplerEvent], None],
     api_key: str | None,
@@ -318,7 +330,7 @@ async def _one_attempt(
     error: LlmError | None = None
     try:
         with trio.CancelScope(deadline=trio.current_time() + settings.connect_timeout + idle) as watchdog:
-            async with client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+            async with _post(client, transport, url, body, headers, timeout) as response:
                 attempt.status, attempt.headers = response.status_code, response.headers
                 if response.status_code != 200:
                     body = await _read_bounded(response, watchdog, idle)
@@ -351,6 +363,36 @@ async def _one_attempt(
             return LlmError(LlmErrorKind.CONNECTION, message="the stream ended before the provider finished")
         return LlmError(LlmErrorKind.EMPTY_RESPONSE, message="the stream ended without any output")
     return result
+
+
+@asynccontextmanager
+async def _post(
+    client: httpx.AsyncClient,
+    transport: TrioTransport | None,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: httpx.Timeout,
+) -> AsyncIterator[httpx.Response]:
+    """The response to POSTing ``body`` to ``url``, as its head arrives; its body is closed on exit."""
+    if transport is None:
+        async with client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+            yield response
+        return
+    request = httpx.Request(
+        "POST", _parsed_url(url), content=body, headers=headers, extensions={"timeout": timeout.as_dict()}
+    )
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    return httpx.URL(url)
 
 
 async def _read_stream(

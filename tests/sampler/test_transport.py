@@ -206,14 +206,18 @@ async def test_a_streamed_completion_reads_as_through_httpx_own_transport() -> N
 
 
 @pytest.mark.trio
-async def test_sample_step_completes_on_the_transport_and_retries_a_broken_stream() -> None:
-    faults = FaultPlan.scripted([Fault.reset(after_chunks=2)])
+@pytest.mark.parametrize("direct", [False, True], ids=["through the client", "straight to the transport"])
+async def test_sample_step_completes_on_the_transport_and_retries_a_refusal_and_a_broken_stream(
+    direct: bool,
+) -> None:
+    faults = FaultPlan.scripted([Fault(kind="server_error", http_status=500), Fault.reset(after_chunks=2)])
     policy = RetryPolicy(base_delay=0.01, max_delay=0.02)
     events: list[Any] = []
+    transport = TrioTransport()
     with FakeProvider(Script.text("Streamed through h11."), faults=faults) as provider:
         settings = SamplerSettings(base_url=provider.base_url, idle_timeout=5.0, policy=policy)
         with trio.fail_after(10):
-            async with httpx.AsyncClient(transport=TrioTransport()) as client:
+            async with httpx.AsyncClient(transport=transport) as client:
                 outcome = await sample_step(
                     ModelRequest(model="fake-model", messages=(UserMessage.of_text("hello"),)),
                     request_id="r1",
@@ -221,11 +225,18 @@ async def test_sample_step_completes_on_the_transport_and_retries_a_broken_strea
                     settings=settings,
                     emit=events.append,
                     rng=random.Random(1),
+                    transport=transport if direct else None,
                 )
+                kept = transport.idle_connections
+        requests = provider.stats.requests
     assert isinstance(outcome, Completed), outcome
     assert outcome.message.text == "Streamed through h11."
-    assert outcome.attempts == 2
-    assert [event.kind.value for event in events if isinstance(event, StepRetrying)] == ["connection"]
+    assert outcome.attempts == 3 and requests == 3
+    assert [event.kind.value for event in events if isinstance(event, StepRetrying)] == [
+        "status",
+        "connection",
+    ]
+    assert kept == 1  # the answered request's connection went back to the pool
 
 
 # ---------------------------------------------------------------------------------------------------------
