@@ -22,7 +22,7 @@ import msgspec
 
 from actors import ActorError, ActorSystem, Address, ChildSpec, RestartIntensity, Supervisor, blocking
 from sampler import Message, ToolSpec
-from sampler.gate import GateClient, GetGateStatus, ProviderGate
+from sampler.gate import GateClient, GateShortcut, GetGateStatus, ProviderGate
 from tool_bridge import PermissionPolicy, ToolRegistry, builtin_registry
 from tool_bridge.mcp import (
     MCP_CHILD,
@@ -159,11 +159,12 @@ class AgentHost:
             ChildSpec("host", lambda: Supervisor(intensity=HOST_INTENSITY), shutdown_timeout=60.0)
         )
         limits = settings.provider.limits
+        self._gate_shortcut = GateShortcut()
         self.provider_gate: Address | None = (
             self.system.spawn(
                 ChildSpec(
                     "provider_gate",
-                    lambda: ProviderGate(limits.gate_limits()),
+                    lambda: ProviderGate(limits.gate_limits(), shortcut=self._gate_shortcut),
                     chaos=self._chaos.provider_gate,
                 ),
                 parent=self.supervisor,
@@ -588,6 +589,7 @@ class AgentHost:
                 rank=lineage.depth,
                 max_wait=s.provider.limits.max_wait,
                 queued_after=s.provider.limits.queued_after,
+                shortcut=self._gate_shortcut,
             )
         servers = self.mcp.session_handles()
         runtime: SessionRuntime | None = None

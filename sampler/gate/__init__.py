@@ -11,6 +11,7 @@ from ._actor import GateWaiter, ProviderGate
 from ._client import GateClient, GateTimeout, QueueInfo
 from ._limits import Budget, Observation, observe
 from ._messages import Acquire, GetGateStatus, Release, Where, Withdraw
+from ._shortcut import GateShortcut
 from ._state import GateLimits, GateSnapshot, GateState, Grant, WaitReason
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "Budget",
     "GateClient",
     "GateLimits",
+    "GateShortcut",
     "GateSnapshot",
     "GateState",
     "GateTimeout",

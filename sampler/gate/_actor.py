@@ -13,6 +13,7 @@ import msgspec
 from actors import Actor, Job, handles
 
 from ._messages import Acquire, GetGateStatus, Release, Where, Withdraw
+from ._shortcut import GateShortcut
 from ._state import GateLimits, GateSnapshot, GateState, Grant, WaitReason
 
 __all__ = ["GateWaiter", "ProviderGate"]
@@ -41,15 +42,23 @@ class ProviderGate(Actor):
 
     Guarantees: it never asks anyone, so no wait can form a cycle through it; a waiter is told
     ``granted`` exactly once per lease it is granted; a crash loses its learned limits and its queue, and
-    waiters, which ask again while they wait, rebuild the queue in the next incarnation.
+    waiters, which ask again while they wait, rebuild the queue in the next incarnation. Given a
+    ``shortcut`` shared with its clients, it keeps it open exactly while :meth:`GateState.open_now`.
     """
 
     def __init__(
-        self, limits: GateLimits | None = None, *, clock: Callable[[], float] = time.monotonic
+        self,
+        limits: GateLimits | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        shortcut: GateShortcut | None = None,
     ) -> None:
         super().__init__()
         self._clock = clock
-        self._state = GateState(limits or GateLimits(), now=clock())
+        self._shortcut = shortcut or GateShortcut()
+        # A new incarnation knows nothing yet: nothing goes by the shortcut until it has learned again.
+        self._shortcut.set_open(False)
+        self._state = GateState(limits or GateLimits(), now=clock(), outside=lambda: self._shortcut.in_flight)
         self._waiters: dict[str, Any] = {}
         self._timer: Job | None = None
         self._wake_at: float | None = None
@@ -101,6 +110,7 @@ class ProviderGate(Actor):
             waiter = self._waiters.pop(grant.lease, None)
             if waiter is not None:
                 _call(waiter.granted, grant)
+        self._shortcut.set_open(self._state.open_now(now))
         wake = self._state.next_wake(now)
         if wake is None or wake <= now:
             self._cancel_timer()

@@ -11,8 +11,9 @@ from typing import Any
 
 import trio
 
-from ._limits import observe
+from ._limits import Observation, observe
 from ._messages import Acquire, Release, Where, Withdraw
+from ._shortcut import GateShortcut
 from ._state import Grant, WaitReason
 
 __all__ = ["GateClient", "GateTimeout", "QueueInfo"]
@@ -70,7 +71,9 @@ class GateClient:
     ``on_queued``. Cancelled, it withdraws. Every granted request must be :meth:`release`-d.
 
     ``session`` is the key the gate takes turns by (sessions sharing one share its turns) and ``rank`` the
-    client's place among the requests of that key (lower first).
+    client's place among the requests of that key (lower first). With the gate's ``shortcut``, a request
+    the gate would let through at once goes without a message to it, and its answer is told to the gate
+    only when it has something to teach (see :class:`GateShortcut`).
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class GateClient:
         max_wait: float = 600.0,
         queued_after: float = 2.0,
         resend_every: float = 1.0,
+        shortcut: GateShortcut | None = None,
     ) -> None:
         if not (math.isfinite(max_wait) and max_wait > 0):
             raise ValueError(f"max_wait must be > 0, got {max_wait!r}")
@@ -93,11 +97,16 @@ class GateClient:
         self.max_wait = max_wait
         self.queued_after = queued_after
         self.resend_every = resend_every
+        self.shortcut = shortcut
+        self._direct: set[str] = set()
 
     async def acquire(
         self, lease: str, tokens: int, on_queued: Callable[[QueueInfo], None] = lambda info: None
     ) -> Grant:
         """Wait for the gate to let ``lease`` (about ``tokens`` input tokens) go."""
+        if self.shortcut is not None and self.shortcut.take():
+            self._direct.add(lease)
+            return Grant(lease, 0.0)
         waiter = _Waiter()
         ask = Acquire(lease, self.session, self.priority, tokens, waiter, self.rank)
         start = trio.current_time()
@@ -143,8 +152,24 @@ class GateClient:
     ) -> None:
         """``lease``'s request ended with ``status`` and ``headers`` (None: no answer arrived)."""
         observation = None if status is None else observe(status, headers or {}, time.time())
+        if lease in self._direct:
+            self._direct.discard(lease)
+            assert self.shortcut is not None
+            self.shortcut.give_back()
+            if _teaches_nothing(observation):
+                return
         self.gate.tell(Release(lease, observation))
 
     def _overdue(self, where: QueueInfo | None) -> str:
         why = f" ({where.reason.value.replace('_', '-')})" if where is not None else ""
         return f"waited {self.max_wait:g} s in the provider gate{why} without being let through"
+
+
+def _teaches_nothing(observation: Observation | None) -> bool:
+    """Whether the gate, its shortcut open, would learn nothing from ``observation``."""
+    return observation is None or (
+        200 <= observation.status < 300
+        and observation.retry_after is None
+        and observation.requests is None
+        and observation.tokens is None
+    )

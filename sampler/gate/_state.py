@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._limits import Budget, Observation
@@ -179,6 +180,9 @@ class GateState:
 
     limits: GateLimits = field(default_factory=GateLimits)
     now: float = 0.0
+    outside: Callable[[], int] = lambda: 0
+    """Requests in flight the gate did not grant itself (they went by its shortcut): counted as in
+    flight in every decision and report."""
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _in_flight: dict[str, int] = field(default_factory=dict)
     _served: dict[str, int] = field(default_factory=dict)
@@ -245,6 +249,22 @@ class GateState:
             granted.append(Grant(chosen.lease, now - chosen.since))
         return granted
 
+    def open_now(self, now: float) -> bool:
+        """Whether a request arriving now would be granted at once whatever its size, and its answer,
+        if a success without rate-limit headers, would teach nothing: no request waits, no cool-down,
+        no budget or ceiling is known, and the provider has answered, without a refusal since."""
+        return (
+            not self._waiting
+            and now >= self._cool_until
+            and self._answered
+            and not self._refusals
+            and self.limits.max_concurrent is None
+            and self._rpm is None
+            and self._tpm is None
+            and _unbounded(self._requests, now)
+            and _unbounded(self._tokens, now)
+        )
+
     def waiting_for(self, lease: str, now: float) -> tuple[int, WaitReason, float | None] | None:
         """For a waiting lease: its place in line (0 first), why the head of the line waits, and when that
         ends (absolute; None when it ends with a release). None when ``lease`` is not waiting."""
@@ -272,7 +292,7 @@ class GateState:
         for item in self._waiting.values():
             waiting[item.priority] = waiting.get(item.priority, 0) + 1
         return GateSnapshot(
-            in_flight=len(self._in_flight),
+            in_flight=len(self._in_flight) + self.outside(),
             waiting=waiting,
             cool_down=max(0.0, self._cool_until - now),
             requests_remaining=_left(self._requests, now),
@@ -318,7 +338,7 @@ class GateState:
         limit = self.limits.max_concurrent
         if not self._answered:
             limit = self.limits.first_requests if limit is None else min(limit, self.limits.first_requests)
-        if limit is not None and len(self._in_flight) >= limit:
+        if limit is not None and len(self._in_flight) + self.outside() >= limit:
             return WaitReason.CONCURRENCY, None
         return None
 
@@ -337,7 +357,7 @@ class GateState:
                 self._cool_until = max(self._cool_until, now + observation.retry_after)
         # What the provider reported was counted before the requests still in flight reached it.
         if observation.requests is not None:
-            fresh = _reported(observation.requests, len(self._in_flight), now)
+            fresh = _reported(observation.requests, len(self._in_flight) + self.outside(), now)
             self._requests = _merged(self._requests, fresh)
         if observation.tokens is not None:
             fresh = _reported(observation.tokens, sum(self._in_flight.values()), now)
@@ -366,6 +386,13 @@ def _merged(known: _Reported | None, fresh: _Reported) -> _Reported:
         known.refill(fresh.at)
         fresh.remaining = min(fresh.remaining, known.remaining)
     return fresh
+
+
+def _unbounded(reported: _Reported | None, now: float) -> bool:
+    if reported is None:
+        return True
+    reported.refill(now)
+    return math.isinf(reported.remaining)
 
 
 def _left(reported: _Reported | None, now: float) -> float | None:

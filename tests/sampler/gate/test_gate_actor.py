@@ -12,6 +12,7 @@ from actors import ActorSystem, ChaosPolicy, ChildSpec
 from sampler.gate import (
     GateClient,
     GateLimits,
+    GateShortcut,
     GateTimeout,
     GetGateStatus,
     ProviderGate,
@@ -102,3 +103,50 @@ async def test_a_gate_that_crashes_loses_no_waiting_request(system: ActorSystem)
                 await trio.to_thread.run_sync(address.ask, GetGateStatus())
     # The new incarnation knew nothing of a1 in flight: the waiter's repeated ask rebuilt the queue.
     assert granted == ["b1"]
+
+
+@pytest.mark.trio
+async def test_while_the_gate_knows_no_limit_requests_go_by_its_shortcut_and_count_in_flight(
+    system: ActorSystem,
+) -> None:
+    shortcut = GateShortcut()
+    address = system.spawn(ChildSpec("gate", lambda: ProviderGate(GateLimits(), shortcut=shortcut)))
+    user = GateClient(address, session="a", shortcut=shortcut)
+    with trio.fail_after(DEADLINE):
+        await user.acquire("a1", 1)  # the provider has not answered yet: through the gate's mailbox
+        assert system.address("gate").ask(GetGateStatus()).in_flight == 1
+        user.release("a1", 200, {})
+        assert system.address("gate").ask(GetGateStatus()).in_flight == 0  # the release was handled
+        grant = await user.acquire("a2", 1)
+    assert grant.waited == 0.0 and shortcut.in_flight == 1
+    assert system.address("gate").ask(GetGateStatus()).in_flight == 1
+    user.release("a2", 200, {})
+    assert shortcut.in_flight == 0
+
+
+@pytest.mark.trio
+async def test_an_answer_with_something_to_teach_closes_the_shortcut(system: ActorSystem) -> None:
+    shortcut = GateShortcut()
+    address = system.spawn(ChildSpec("gate", lambda: ProviderGate(GateLimits(), shortcut=shortcut)))
+    user = GateClient(address, session="a", shortcut=shortcut, max_wait=0.3, queued_after=0.1)
+    with trio.fail_after(DEADLINE):
+        await user.acquire("a1", 1)
+        user.release("a1", 200, {})
+        system.address("gate").ask(GetGateStatus())
+        await user.acquire("a2", 1)
+        user.release("a2", 429, {"retry-after": "30"})
+        assert system.address("gate").ask(GetGateStatus()).cool_down > 25
+        with pytest.raises(GateTimeout, match="cool-down"):
+            await user.acquire("a3", 1)
+    assert shortcut.in_flight == 0
+
+
+@pytest.mark.trio
+async def test_a_restarted_gate_lets_nothing_by_its_shortcut_until_it_has_learned_again(
+    system: ActorSystem,
+) -> None:
+    shortcut = GateShortcut()
+    shortcut.set_open(True)
+    system.spawn(ChildSpec("gate", lambda: ProviderGate(GateLimits(), shortcut=shortcut)))
+    assert system.address("gate").ask(GetGateStatus()).in_flight == 0
+    assert not shortcut.take()

@@ -181,3 +181,25 @@ def test_a_budget_reported_without_a_reset_is_replaced_by_the_next_report() -> N
     state.release("a", Observation(200, requests=Budget(None, 0, None)), 0.0)
     state.release("b", Observation(200, requests=Budget(None, 7, None)), 1.0)
     assert state.snapshot(1.0).requests_remaining == 7
+
+
+def test_the_gate_is_open_to_its_shortcut_only_while_nothing_could_hold_a_request_back() -> None:
+    state = GateState()
+    assert not state.open_now(0.0)  # the provider has not answered yet
+    state.release("a", Observation(200), 0.0)
+    assert state.open_now(0.0)
+    state.enqueue("w", "s", 0, 1, 0.0)
+    state.enqueue("x", "s", 0, 1, 0.0)
+    assert state.open_now(0.0) is False  # requests wait (until granted)
+    leases(state, 0.0)
+    assert state.open_now(0.0)
+    state.release("b", Observation(429, retry_after=2.0), 1.0)
+    assert not state.open_now(2.5)  # in the cool-down
+    assert not state.open_now(3.5)  # a refusal not yet followed by a success
+    state.release("c", Observation(200), 3.5)
+    assert state.open_now(3.5)
+    state.release("d", Observation(200, requests=Budget(100, 99, 60.0)), 4.0)
+    assert not state.open_now(4.0)  # a budget is known
+    limited = GateState(GateLimits(max_concurrent=8))
+    limited.release("e", Observation(200), 0.0)
+    assert not limited.open_now(0.0)  # a ceiling is configured
