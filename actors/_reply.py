@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from ._strands import blocking, wait_helping
+from ._strands import Runner, blocking, wait_helping
 from .errors import AskTimeout
 
 _DELIVERED_GRACE = 1.0
@@ -54,10 +54,12 @@ class Ask:
     def _answered(self) -> bool:
         return not self._done.locked()
 
-    def wait(self, timeout: float, address: str) -> Any:
-        """Block until answered or the deadline passes; never longer than ``timeout`` plus a short grace."""
+    def wait(self, timeout: float, address: str, runner: Runner | None = None) -> Any:
+        """Block until answered or the deadline passes; never longer than ``timeout`` plus a short grace.
+        ``runner`` is the asked actor's place on its strand, when known."""
         deadline = time.monotonic() + timeout
-        wait_helping(self._answered, deadline)
+        if runner is not None:
+            wait_helping(runner, self._answered, deadline)
         with blocking():
             answered = self._done.acquire(timeout=max(0.0, deadline - time.monotonic()))
         if not answered:

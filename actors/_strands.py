@@ -57,14 +57,16 @@ def blocking() -> Iterator[None]:
         worker._leave_blocking()
 
 
-def wait_helping(answered: Callable[[], bool], deadline: float) -> None:
-    """Before a handler blocks on a reply: run the other ready actors of its strand on this thread, in
-    order, until ``answered()`` is true, none is ready, or the monotonic ``deadline`` passes. An ask of a
-    strand-mate is so answered by the asking thread itself, with no other worker needed. Does nothing
-    outside a worker, or where the handler no longer holds its strand."""
+def wait_helping(mate: Runner, answered: Callable[[], bool], deadline: float) -> None:
+    """Before a handler blocks on a reply from ``mate``: when ``mate`` is an actor of the handler's own
+    strand, ready to run, run it on this thread until ``answered()`` is true, it has nothing left to
+    handle, or the monotonic ``deadline`` passes. An ask of a strand-mate is so answered by the asking
+    thread itself, with no other worker needed. Only the asked actor runs here: another strand-mate (a
+    supervisor waiting for the asker to stop, say) could wait on the handler that waits below it. Does
+    nothing outside a worker, or where the handler no longer holds its strand."""
     worker: _Worker | None = getattr(_local, "worker", None)
     if worker is not None:
-        worker._help(answered, deadline)
+        worker._help(mate, answered, deadline)
 
 
 def current_worker() -> _Worker | None:
@@ -251,19 +253,23 @@ class _Worker:
         if self.since is not None:
             self.since = time.monotonic()
 
-    def _help(self, answered: Callable[[], bool], deadline: float) -> None:
+    def _help(self, mate: Runner, answered: Callable[[], bool], deadline: float) -> None:
         strand = self.strand
-        if strand is None or self.depth or self.abandoned:
+        if strand is None or mate.strand is not strand or self.depth or self.abandoned:
             return
         actor, since, discard = self.actor, self.since, self.discard
         try:
             while not answered() and time.monotonic() < deadline:
                 with strand._lock:
-                    if self.strand is not strand or strand._holder is not self or not strand._queued:
+                    if (
+                        self.strand is not strand
+                        or strand._holder is not self
+                        or mate.state is not _State.READY
+                    ):
                         return
-                    runner = strand._queued.popleft()
-                    runner.state = _State.RUNNING
-                self._run_runner(runner, _BUDGET)
+                    strand._queued.remove(mate)
+                    mate.state = _State.RUNNING
+                self._run_runner(mate, _BUDGET)
                 if self.abandoned:
                     return
         finally:

@@ -146,7 +146,9 @@ class Address:
         """
         ask = Ask(message)
         self.tell(ask)
-        return ask.wait(self._runtime.ask_timeout if timeout is None else timeout, self.name)
+        ref = self._ref
+        mate = getattr(ref.actor_inbox, "runner", None) if ref is not None else None
+        return ask.wait(self._runtime.ask_timeout if timeout is None else timeout, self.name, mate)
 
     # -- used by the runtime -------------------------------------------------------------------------
 

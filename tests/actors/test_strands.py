@@ -59,6 +59,24 @@ class WhichThread:
 
 
 @dataclass(frozen=True)
+class AwaitThenRecord:
+    """Wait (declared, at most 5 s) for ``event``, then record whether it came."""
+
+    event: threading.Event
+    seen: list[bool]
+
+
+@dataclass(frozen=True)
+class WakeAfterAsking:
+    """Tell ``sleeper`` to wait for ``event``, ask ``peer``, then set ``event``."""
+
+    sleeper: str
+    peer: str
+    event: threading.Event
+    seen: list[bool]
+
+
+@dataclass(frozen=True)
 class WaitFor:
     event: threading.Event
     declared: bool = True
@@ -131,6 +149,17 @@ class Mate(Actor):
     @handles(AskPeerThread)
     def _ask_peer_thread(self, message: AskPeerThread) -> tuple[int, int]:
         return threading.get_ident(), self.system.address(message.peer).ask(WhichThread(), timeout=5.0)
+
+    @handles(AwaitThenRecord)
+    def _await_then_record(self, message: AwaitThenRecord) -> None:
+        with blocking():
+            message.seen.append(message.event.wait(5.0))
+
+    @handles(WakeAfterAsking)
+    def _wake_after_asking(self, message: WakeAfterAsking) -> None:
+        self.system.address(message.sleeper).tell(AwaitThenRecord(message.event, message.seen))
+        self.system.address(message.peer).ask(Ping(), timeout=10.0)
+        message.event.set()
 
     @handles(WhichThread)
     def _which_thread(self, _: WhichThread) -> int:
@@ -230,6 +259,16 @@ def test_an_ask_of_a_strand_mate_is_answered_on_the_asking_thread(one_worker: Ac
     assert len(answers) == 30
     assert all(asker_thread == mate_thread for asker_thread, mate_thread in answers)
     assert one_worker.pool.workers <= workers  # no asker needed a worker of its own to wait on
+
+
+def test_an_asker_runs_only_the_actor_it_asked_never_a_mate_that_waits_on_it(system: ActorSystem) -> None:
+    children = [ChildSpec(name, lambda: Mate(Trace()), shares_strand=True) for name in ("a", "b", "c")]
+    system.spawn(ChildSpec("trio", lambda: Supervisor(children)))
+    event, seen = threading.Event(), []
+    system.address("trio/a").ask(WakeAfterAsking("trio/c", "trio/b", event, seen), timeout=10.0)
+    # c waits for what a does after its ask: run below a's ask, c would have waited its 5 s for nothing.
+    assert wait_until(lambda: seen != [], timeout=5.0)
+    assert seen == [True]
 
 
 def test_a_declared_wait_lets_the_rest_of_the_strand_go_on(system: ActorSystem) -> None:
