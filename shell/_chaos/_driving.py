@@ -20,6 +20,7 @@ from actors import (
 from .. import events as ev
 from ..host import AgentHost
 from ..messages import Cancel, Subscribe, UserPrompt
+from ..session._history import HistoryError
 from ._bound import TurnBound
 from ._workload import _ASK_TRIES, _PROMPT_BACKOFF, _PROMPT_TRIES, _SessionPlan, _TurnPlan
 
@@ -107,7 +108,7 @@ def _run_turn(address: Address, events: queue.Queue[Any], entry: _TurnLog, limit
             entry.number = address.ask(UserPrompt(text, plan.images), timeout=limits.ask_timeout)
             entry.text = text
             break
-        except ActorError as exc:
+        except (ActorError, HistoryError) as exc:  # a HistoryError: the session refused the prompt
             entry.refusals.append(text)
             entry.detail = f"{type(exc).__name__}: {exc}"
     if entry.number is None:
