@@ -222,21 +222,56 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], .
 )
 
 
-_ANCHORS = re.compile(
-    rf"(?i)(?:{_CREDENTIAL_NAME})|bearer|sk-|eyJ|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abposr]-|AIza"
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+"""With ``str.lower()``, what makes a text match a case-insensitive pattern of ASCII letters literally:
+the three letters besides the ASCII ones that :mod:`re` matches to them ignoring case."""
+
+_FOLDED_MARKS = (
+    "bearer",
+    "authorization",
+    *(
+        first + separator + second
+        for first, second in (
+            ("api", "key"),
+            ("client", "secret"),
+            ("private", "key"),
+            *((name, "token") for name in ("access", "refresh", "auth", "id", "session")),
+        )
+        for separator in ("", "_", "-")
+    ),
 )
-"""What every pattern of :data:`_PATTERNS` starts its match with, or holds: letters, digits, ``-`` and
-``_``, which JSON writes as they are."""
+"""What a match of a case-insensitive pattern of :data:`_PATTERNS` holds, in the text folded by
+:data:`_FOLD` and lowered."""
+
+_EXACT_MARKS = (
+    "sk-",
+    "eyJ",
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "AIza",
+)
+"""What a match of a case-sensitive pattern of :data:`_PATTERNS` starts with."""
 
 
 def may_hold_secret(encoded_json: bytes) -> bool:
     """Whether :func:`redact` could change any string inside the JSON document ``encoded_json``.
 
     False guarantees that redacting each string of the decoded document changes nothing, so the document
-    can be kept as it is; True means only that it must be redacted string by string.
+    can be kept as it is; True means only that it must be redacted string by string. Every mark looked
+    for is made of letters, digits, ``-`` and ``_``, which JSON writes as they are.
     """
     text = encoded_json.decode("utf-8", "surrogateescape")
-    return _ANCHORS.search(text) is not None or KNOWN_SECRETS.occurs_in(text)
+    if any(mark in text for mark in _EXACT_MARKS):
+        return True
+    folded = text.translate(_FOLD).lower()
+    return any(mark in folded for mark in _FOLDED_MARKS) or KNOWN_SECRETS.occurs_in(text)
 
 
 def redact(text: str) -> str:

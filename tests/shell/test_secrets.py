@@ -132,6 +132,10 @@ _SECRETISH = [
     "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
     "api_\u212aey=hunter2hunter2",
     "bearer\n4f9c2e1ab77d4c0e9a31",
+    "\u017fession_token: abcdef123456",
+    "\u0130d_token=abcd12345678",
+    "\u0131d-token=abcd12345678",
+    "Client-Secret: s3cr3tvalue99",
 ]
 
 
@@ -153,7 +157,9 @@ def test_a_known_secret_with_quotes_and_backslashes_is_found_as_json_writes_it()
 @given(
     st.recursive(
         st.text(
-            alphabet=st.sampled_from(list('abkeyAPI_-:= "\\\n\u212aBearskKxotenIzaghp0123456789')),
+            alphabet=st.sampled_from(
+                list('abkeyAPI_-:= "\\\n\u212a\u0130\u0131\u017fBearskKxotenIzaghpdcs0123456789')
+            ),
             max_size=40,
         ),
         lambda children: (
