@@ -12,7 +12,8 @@ from typing import Any, cast
 
 import msgspec
 
-from ._strands import Mailbox, Strand, StrandPool
+from ._pool import StrandPool
+from ._strands import Mailbox, Strand
 from .actor import Actor, _Incarnation
 from .address import STOP, Address
 from .chaos import ChaosPolicy
