@@ -60,6 +60,10 @@ class _Call(Pending):
         self.done = threading.Event()
 
 
+class _Undo(Exception):
+    """Unwinds the transaction of a lone write that failed (its error is its outcome)."""
+
+
 class GroupWriter:
     """The writer thread of one store, and the door callers' writes go through.
 
@@ -211,6 +215,8 @@ class GroupWriter:
         """Run each write of ``batch`` after a savepoint and commit; a write that fails is rolled back to
         its savepoint, which stays for the next write. An error undoing it (the transaction itself is
         lost), or committing, escapes and fails the batch."""
+        if len(batch) == 1:
+            return [self._make_alone(transactions, batch[0])]
         outcomes: list[Outcome] = []
         with transactions.write() as db:
             db.run(f"SAVEPOINT {_SAVEPOINT}")
@@ -226,6 +232,23 @@ class GroupWriter:
                 else:
                     outcomes.append(Succeeded(value))
         return outcomes
+
+    def _make_alone(self, transactions: Transactions, pending: Pending) -> Outcome:
+        """One write in a transaction of its own, with no savepoint: a write that fails rolls the whole
+        transaction back. An error rolling back or committing escapes and fails the batch."""
+        failed: Failed | None = None
+        try:
+            with transactions.write() as db:
+                try:
+                    with transactions.translate():
+                        value = pending.op(db)
+                except Exception as error:
+                    failed = Failed(error, conflict=transactions.is_conflict(error))
+                    raise _Undo from error
+        except _Undo:
+            assert failed is not None
+            return failed
+        return Succeeded(value)
 
     def _settle(
         self, batch: Sequence[Pending], outcomes: list[Outcome] | None, failure: BaseException | None

@@ -34,7 +34,8 @@ class RecordingDb:
 
 
 class RecordingTransactions:
-    """Transactions that only record BEGIN, savepoint statements and COMMIT."""
+    """Transactions that only record BEGIN, savepoint statements, COMMIT, and UNDONE for a transaction
+    rolled back."""
 
     def __init__(self) -> None:
         self.log: list[str] = []
@@ -42,7 +43,11 @@ class RecordingTransactions:
     @contextmanager
     def write(self) -> Iterator[Db]:
         self.log.append("BEGIN")
-        yield RecordingDb(self.log)
+        try:
+            yield RecordingDb(self.log)
+        except BaseException:
+            self.log.append("UNDONE")
+            raise
         self.log.append("COMMIT")
 
     def translate(self) -> AbstractContextManager[None]:
@@ -76,11 +81,11 @@ def test_a_caller_waits_twice_the_busy_timeout_and_a_grace_at_most():
     assert ack_timeout(5.0) == 10.0 + ACK_GRACE
 
 
-def test_each_write_runs_after_a_savepoint_of_the_writers_transaction(transactions):
+def test_a_lone_write_runs_in_a_transaction_of_its_own_with_no_savepoint(transactions):
     with group_writer(transactions) as writer:
         assert writer.submit(lambda db: 42) == 42
 
-    assert transactions.log == ["BEGIN", "SAVEPOINT", "COMMIT", "CLOSE"]
+    assert transactions.log == ["BEGIN", "COMMIT", "CLOSE"]
 
 
 def test_a_savepoint_is_set_again_after_each_write_that_succeeded_and_kept_after_one_that_failed(
@@ -118,15 +123,19 @@ def test_a_savepoint_is_set_again_after_each_write_that_succeeded_and_kept_after
     ]
 
 
-def test_a_failing_write_is_rolled_back_to_its_savepoint_and_its_error_reaches_its_caller(transactions):
+def test_a_lone_write_that_fails_is_rolled_back_with_its_transaction_and_its_error_reaches_its_caller(
+    transactions,
+):
     def fail(db: Db) -> None:
         db.run("INSERT")
         raise KeyError("no such row")
 
-    with group_writer(transactions) as writer, pytest.raises(KeyError, match="no such row"):
-        writer.submit(fail)
+    with group_writer(transactions) as writer:
+        with pytest.raises(KeyError, match="no such row"):
+            writer.submit(fail)
+        assert writer.submit(lambda db: 7) == 7  # the writer goes on
 
-    assert transactions.log[:5] == ["BEGIN", "SAVEPOINT", "INSERT", "ROLLBACK", "COMMIT"]
+    assert transactions.log == ["BEGIN", "INSERT", "UNDONE", "BEGIN", "COMMIT", "CLOSE"]
 
 
 def test_a_write_still_in_its_transaction_when_the_wait_ends_may_or_may_not_have_committed(transactions):
