@@ -62,7 +62,7 @@ def wait_helping(mate: Runner, answered: Callable[[], bool], deadline: float) ->
     thread itself, with no other worker needed. Only the asked actor runs here: another strand-mate (a
     supervisor waiting for the asker to stop, say) could wait on the handler that waits below it. Does
     nothing outside a worker, or where the handler no longer holds its strand."""
-    worker: _Worker | None = getattr(_local, "worker", None)
+    worker = current_worker()
     if worker is not None:
         worker._help(mate, answered, deadline)
 
