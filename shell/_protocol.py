@@ -35,11 +35,6 @@ class EndTurn(msgspec.Struct, frozen=True, tag=True):
     """Record that the turn in flight has ended."""
 
 
-class FinishTurn(msgspec.Struct, frozen=True, tag=True):
-    """Record that ``turn`` has ended and log the ``event`` that ended it, in one transaction."""
-
-    turn: int
-    event: msgspec.Struct
 
 
 class Append(msgspec.Struct, frozen=True, tag=True):
@@ -54,6 +49,23 @@ class LogEvent(msgspec.Struct, frozen=True, tag=True):
 
     turn: int
     event: msgspec.Struct
+
+
+class AppendAll(msgspec.Struct, frozen=True, tag=True):
+    """Persist ``writes`` (messages and events of ``turn``, in order) in one transaction: all or none; then
+    acknowledge."""
+
+    turn: int
+    writes: tuple[Append | LogEvent, ...]
+
+
+class FinishTurn(msgspec.Struct, frozen=True, tag=True):
+    """Persist ``before`` (messages and events of ``turn``, in order), record that ``turn`` has ended and log
+    the ``event`` that ended it, in one transaction: all or none."""
+
+    turn: int
+    event: msgspec.Struct
+    before: tuple[Append | LogEvent, ...] = ()
 
 
 class BuildRequest(msgspec.Struct, frozen=True, tag=True):

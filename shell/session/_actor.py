@@ -385,20 +385,65 @@ class SessionActor(Actor):
                 return
             if self._rt.observer is not None:
                 self._rt.observer(self._opts.session_id, turn.number, fed, actions)
-            for index, action in enumerate(actions):
-                if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
-                    self._perform_ending(turn, action)
-                    continue
+            if turn.end is not None:  # only writes that must not be lost, and the Finish, are left
+                self._perform_ending(turn, actions)
+                continue
+            index = 0
+            while index < len(actions):
+                run = _writes_at(actions, index)
                 try:
-                    answer = self._perform(turn, action)
+                    if len(run) > 1 and self._write_all(turn, run):
+                        index += len(run)
+                        continue
+                    answer = self._perform(turn, actions[index])
                 except Exception as exc:
                     pending.append(self._failure(actions[index:], exc))
                     break
                 if answer is not None:
                     pending.append(answer)
+                index += 1
 
-    def _perform_ending(self, turn: tm.TurnMachine, action: tm.TurnAction) -> None:
-        """Perform an action of a turn that has ended: a write that fails is kept to be made later."""
+    def _write_all(self, turn: tm.TurnMachine, run: list[tm.AppendMessage | tm.Emit]) -> bool:
+        """Make the writes of ``run`` in one transaction, then publish its events; False (nothing made)
+        when they are to be performed one by one, as they are also after a failure of the transaction."""
+        writes = tuple(self._write_of(turn.number, action) for action in run)
+        try:
+            if not self._history.write_all(turn.number, writes):
+                return False
+        except HistoryError:
+            return False  # nothing of it was made: each is made, or fails, on its own
+        for write in writes:
+            if isinstance(write, LogEvent):
+                self._publish(write.event)
+        return True
+
+    def _write_of(self, number: int, action: tm.AppendMessage | tm.Emit) -> Append | LogEvent:
+        """The write to the history that ``action`` of turn ``number`` makes."""
+        if isinstance(action, tm.AppendMessage):
+            return Append(number, action.message)
+        event = action.event
+        if isinstance(event, ev.TurnStarted) and self._rt.traceparent is not None:
+            event = msgspec.structs.replace(event, traceparent=self._traceparent(number))
+        return LogEvent(getattr(event, "turn", 0), event)
+
+    def _perform_ending(self, turn: tm.TurnMachine, actions: list[tm.TurnAction]) -> None:
+        """Perform the actions of a turn that has ended: a write that fails is kept to be made later. The
+        writes just before the Finish are made with the turn's end, in one transaction."""
+        index = 0
+        while index < len(actions):
+            run = _writes_at(actions, index)
+            end = index + len(run)
+            finish = actions[end] if end < len(actions) else None
+            if isinstance(finish, tm.Finish) and self._rt.turn is turn:
+                writes = tuple(self._write_of(turn.number, action) for action in run)
+                self._finish(turn, finish.event, before=writes)
+                index = end + 1
+                continue
+            self._perform_ended(turn, actions[index])
+            index += 1
+
+    def _perform_ended(self, turn: tm.TurnMachine, action: tm.TurnAction) -> None:
+        """Perform one action of a turn that has ended: a write that fails is kept to be made later."""
         match action:
             case tm.AppendMessage(message):
                 self._history.record(Append(turn.number, message))
@@ -488,8 +533,11 @@ class SessionActor(Actor):
     async def _refresh(self, number: int) -> None:
         self.address.tell(_AuthDone(number, await refresh_failure(self._rt.credentials)))
 
-    def _finish(self, turn: tm.TurnMachine, event: tm.TurnEnd) -> None:
-        """Record the turn's end (or keep it to record later), publish it, and start the next prompt."""
+    def _finish(
+        self, turn: tm.TurnMachine, event: tm.TurnEnd, before: tuple[Append | LogEvent, ...] = ()
+    ) -> None:
+        """Record the writes ``before`` and the turn's end (or keep them to record later), publish the
+        events, and start the next prompt."""
         rt = self._rt
         if rt.turn is not turn:
             return
@@ -498,7 +546,10 @@ class SessionActor(Actor):
             rt.probe.cancel()
             rt.probe = None
         self._sibling("sampler").tell(ForgetTurn(str(turn.number)))
-        self._history.finish_turn(turn.number, event)
+        self._history.finish_turn(turn.number, event, before)
+        for write in before:
+            if isinstance(write, LogEvent):
+                self._publish(write.event)
         self._publish(event)
         rt.last_active = time.monotonic()
         if rt.gate is not None:
@@ -520,3 +571,13 @@ class SessionActor(Actor):
 
     def _publish(self, event: Any) -> None:
         publish(self._rt.subscribers, event, session_id=self._opts.session_id)
+
+
+def _writes_at(actions: list[tm.TurnAction], index: int) -> list[tm.AppendMessage | tm.Emit]:
+    """The run of writes to the history (appended messages, emitted events) that starts at ``index``."""
+    run: list[tm.AppendMessage | tm.Emit] = []
+    for action in actions[index:]:
+        if not isinstance(action, tm.AppendMessage | tm.Emit):
+            break
+        run.append(action)
+    return run

@@ -14,6 +14,7 @@ from .. import events as ev
 from .. import turn as tm
 from .._protocol import (
     Append,
+    AppendAll,
     ApplyCompaction,
     BeginTurn,
     BuildRequest,
@@ -135,34 +136,53 @@ class ChatStateActor(Actor):
         seq = self._write(
             lambda: self._store.append_message(self._options.session_id, message.turn, message.message)
         )
-        self._entries.append((seq, message.turn, message.message))
-        self._soundness.add(message.message)
-        self._add_weight(message.message)
+        self._appended(seq, message.turn, message.message)
         return seq
+
+    def _appended(self, seq: int, turn: int, message: Message) -> None:
+        self._entries.append((seq, turn, message))
+        self._soundness.add(message)
+        self._add_weight(message)
 
     @handles(StartTurn)
     def _start_turn(self, message: StartTurn) -> int:
         seq = self._write(
             lambda: self._store.start_turn(self._options.session_id, message.turn, message.prompt)
         )
-        self._entries.append((seq, message.turn, message.prompt))
-        self._soundness.add(message.prompt)
-        self._add_weight(message.prompt)
+        self._appended(seq, message.turn, message.prompt)
         return seq
 
-    @handles(FinishTurn)
-    def _finish_turn(self, message: FinishTurn) -> int:
-        return self._write(
-            lambda: self._store.finish_turn(self._options.session_id, message.turn, message.event)
+    @handles(AppendAll, FinishTurn)
+    def _append_all(self, message: AppendAll | FinishTurn) -> None:
+        ends = isinstance(message, FinishTurn)
+        if isinstance(message, FinishTurn):
+            writes: tuple[Append | LogEvent, ...] = (*message.before, LogEvent(message.turn, message.event))
+        else:
+            writes = message.writes
+        messages = [write.message for write in writes if isinstance(write, Append)]
+        events = [write.event for write in writes if isinstance(write, LogEvent)]
+        for event in events:
+            self._noticed(event)
+        written = self._write(
+            lambda: self._store.write_turn(
+                self._options.session_id, message.turn, messages=messages, events=events, ends=ends
+            )
         )
+        for seq, appended in zip(written.messages, messages, strict=True):
+            self._appended(seq, message.turn, appended)
 
     @handles(LogEvent, BeginTurn, EndTurn)
     def _record(self, message: Write) -> int | None:
-        if isinstance(message, LogEvent) and isinstance(message.event, ev.ProjectionFallback):
-            # The provider rejected the history's shape: the next request is built from a mended one.
-            self._merge_roles |= message.event.projection == "strict_structure"
-            self._drop_images |= message.event.kind == "image_format"
+        if isinstance(message, LogEvent):
+            self._noticed(message.event)
         return self._write(lambda: write_to_store(self._store, self._options.session_id, message))
+
+    def _noticed(self, event: object) -> None:
+        """Learn what a logged event says about how requests must be built."""
+        if isinstance(event, ev.ProjectionFallback):
+            # The provider rejected the history's shape: the next request is built from a mended one.
+            self._merge_roles |= event.projection == "strict_structure"
+            self._drop_images |= event.kind == "image_format"
 
     @handles(GetStatus)
     def _status(self, _: GetStatus) -> SessionRecord:

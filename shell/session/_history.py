@@ -12,6 +12,7 @@ from sampler import ToolSpec, UserMessage
 from .. import turn as tm
 from .._protocol import (
     Append,
+    AppendAll,
     ApplyCompaction,
     BeginTurn,
     BuildRequest,
@@ -167,19 +168,29 @@ class History:
         if self.fenced is None:
             self.kept.append(write)
 
-    def finish_turn(self, number: int, event: Any) -> None:
-        """Record turn ``number`` as ended with the ``event`` that ended it, now, or keep both writes, after
-        every write already kept, to be made by :meth:`flush`."""
+    def write_all(self, turn: int, writes: tuple[Append | LogEvent, ...]) -> bool:
+        """Make ``writes`` (of turn ``turn``, in order) now, in one transaction: all or none. False, with
+        nothing made, when writes are kept or the history is fenced: they are then to be made one by one.
+        Raises :class:`HistoryError`, having made none of them and kept none."""
+        if self.kept or self.fenced is not None:
+            return False
+        self.ask(AppendAll(turn, writes))
+        return True
+
+    def finish_turn(self, number: int, event: Any, before: tuple[Append | LogEvent, ...] = ()) -> None:
+        """Record ``before`` (writes of turn ``number``, in order) and turn ``number`` as ended with the
+        ``event`` that ended it, now and in one transaction, or keep all of these writes, after every write
+        already kept, to be made by :meth:`flush`."""
         if self.fenced is not None:
             return
         if not self.kept:
             try:
-                self.ask(FinishTurn(number, event))
+                self.ask(FinishTurn(number, event, before))
                 return
             except HistoryError:
                 logger.warning("the end of turn %d waits to be recorded", number)
         if self.fenced is None:
-            self.kept += [EndTurn(), LogEvent(number, event)]
+            self.kept += [*before, EndTurn(), LogEvent(number, event)]
 
     def flush(self) -> None:
         """Make the kept writes, in order. Raises :class:`HistoryError` (what is left stays kept)."""

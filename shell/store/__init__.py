@@ -78,6 +78,7 @@ from ._records import (
     StoredEvent,
     StoredMessage,
     TurnUsageRecord,
+    TurnWrite,
 )
 from ._store import SessionStore, open_store
 
@@ -105,5 +106,6 @@ __all__ = [
     "StoredMessage",
     "TurnRunning",
     "TurnUsageRecord",
+    "TurnWrite",
     "open_store",
 ]

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from actors import blocking
 
@@ -58,6 +58,13 @@ class _Call(Pending):
     def __init__(self, op: Callable[[Db], object]) -> None:
         super().__init__(op)
         self.done = threading.Event()
+
+
+def _result(outcome: Outcome) -> Any:
+    """What a write's caller gets: its value, or its error raised."""
+    if isinstance(outcome, Failed):
+        raise outcome.error
+    return outcome.value
 
 
 class _Undo(Exception):
@@ -133,19 +140,51 @@ class GroupWriter:
         if threading.current_thread() is self._thread or getattr(self._inside, "write", False):
             # The write would wait for itself: no store write path does this, and none may.
             raise StoreError(f"{self._location}: a store write was made from inside another write")
+        with self._lock:
+            if self._batches.closed:
+                raise StoreClosed(f"the session store {self._location} is closed")
+            alone = not self._batches.waiting and not self._running
+            if alone:
+                self._running = 1
+        if alone:
+            outcome = self._make_own(op)
+            if not (isinstance(outcome, Failed) and outcome.conflict):
+                return cast(T, _result(outcome))
+        return self._queued(op, conflicts=int(alone))
+
+    def _make_own(self, op: Callable[[Db], object]) -> Outcome:
+        """Make ``op`` in a transaction of its own on the caller's thread, which has set ``_running``."""
+        outcome: Outcome
+        committed = False
+        self._inside.write = True
+        try:
+            with blocking():
+                if self._transactions is None:
+                    self._transactions = self._open()
+                outcome = self._make_alone(self._transactions, op)
+                committed = True
+        except BaseException as error:
+            outcome = Failed(error)
+        finally:
+            self._inside.write = False
+        with self._lock:
+            self._running = 0
+            if self._batches.waiting or self._batches.closed:
+                self._work.notify_all()
+            if committed:
+                before = self._stats
+                self._stats = WriterStats(before.commits + 1, before.writes + 1, max(before.largest, 1))
+        return outcome
+
+    def _queued(self, op: Callable[[Db], T], *, conflicts: int) -> T:
+        """Queue ``op`` for the writer thread's next transaction and wait for its outcome."""
         call = _Call(op)
+        call.conflicts = conflicts
         with self._lock:
             if not self._batches.add(call):
                 raise StoreClosed(f"the session store {self._location} is closed")
-            alone = self._batches.waiting == 1 and not self._running
-            if alone:
-                batch = self._batches.next_batch()
-                self._running = len(batch)
-            else:
-                self._work.notify()
+            self._work.notify()
         with blocking():
-            if alone:
-                self._transact(batch)
             done = call.done.wait(self._ack_timeout)
         if not done:
             with self._lock:
@@ -154,9 +193,7 @@ class GroupWriter:
                 raise self._timeout(withdrawn)
         outcome = call.outcome
         assert outcome is not None
-        if isinstance(outcome, Failed):
-            raise outcome.error
-        return cast(T, outcome.value)
+        return cast(T, _result(outcome))
 
     def close(self) -> None:
         """Refuse new writes, and wait (at most ``ack_timeout`` seconds) for the queued ones to be made;
@@ -216,7 +253,7 @@ class GroupWriter:
         its savepoint, which stays for the next write. An error undoing it (the transaction itself is
         lost), or committing, escapes and fails the batch."""
         if len(batch) == 1:
-            return [self._make_alone(transactions, batch[0])]
+            return [self._make_alone(transactions, batch[0].op)]
         outcomes: list[Outcome] = []
         with transactions.write() as db:
             db.run(f"SAVEPOINT {_SAVEPOINT}")
@@ -233,7 +270,7 @@ class GroupWriter:
                     outcomes.append(Succeeded(value))
         return outcomes
 
-    def _make_alone(self, transactions: Transactions, pending: Pending) -> Outcome:
+    def _make_alone(self, transactions: Transactions, op: Callable[[Db], object]) -> Outcome:
         """One write in a transaction of its own, with no savepoint: a write that fails rolls the whole
         transaction back. An error rolling back or committing escapes and fails the batch."""
         failed: Failed | None = None
@@ -241,7 +278,7 @@ class GroupWriter:
             with transactions.write() as db:
                 try:
                     with transactions.translate():
-                        value = pending.op(db)
+                        value = op(db)
                 except Exception as error:
                     failed = Failed(error, conflict=transactions.is_conflict(error))
                     raise _Undo from error

@@ -18,6 +18,7 @@ __all__ = [
     "StoredEvent",
     "StoredMessage",
     "TurnUsageRecord",
+    "TurnWrite",
 ]
 
 SessionStatus: TypeAlias = Literal["idle", "in_turn", "closed", "archived"]
@@ -106,3 +107,10 @@ class TurnUsageRecord(msgspec.Struct, frozen=True):
     usage: TurnUsage
     ended_at: float
     """Seconds since the epoch."""
+
+
+class TurnWrite(msgspec.Struct, frozen=True):
+    """The seqs one :meth:`SessionStore.write_turn` gave, in the order its messages and events were given."""
+
+    messages: tuple[int, ...] = ()
+    events: tuple[int, ...] = ()

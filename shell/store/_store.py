@@ -34,7 +34,15 @@ from ._errors import (
     TurnRunning,
 )
 from ._group import GroupWriter, ack_timeout
-from ._records import Backend, ParentLink, SessionRecord, StoredEvent, StoredMessage, TurnUsageRecord
+from ._records import (
+    Backend,
+    ParentLink,
+    SessionRecord,
+    StoredEvent,
+    StoredMessage,
+    TurnUsageRecord,
+    TurnWrite,
+)
 from ._targets import resolve
 
 __all__ = ["SessionStore", "open_store"]
@@ -355,42 +363,21 @@ class SessionStore:
 
     def begin_turn(self, session_id: str, turn: int) -> None:
         """Record that ``turn`` is running: status ``in_turn``, ``current_turn = turn``."""
-        self._update_open(
-            session_id, "status = 'in_turn', current_turn = ?, updated_at = ?", (turn, time.time())
-        )
+        self._update_open(session_id, "status = 'in_turn', current_turn = ?", (turn,))
 
     def start_turn(self, session_id: str, turn: int, prompt: Message) -> int:
         """:meth:`begin_turn` and :meth:`append_message` of the turn's ``prompt`` in one transaction: both
         or neither are stored. Returns the prompt's seq."""
-        body = _encode(prompt)
-        now = time.time()
-
-        def write(db: Db) -> int:
-            self._open_session(db, session_id)
-            db.run(
-                "UPDATE sessions SET status = 'in_turn', current_turn = ?, updated_at = ? WHERE id = ?",
-                (turn, now, session_id),
-            )
-            return self._insert_message(db, session_id, turn, body, now)
-
-        return self._write(write)
+        return self.write_turn(session_id, turn, messages=(prompt,), begins=True).messages[0]
 
     def end_turn(self, session_id: str) -> None:
         """Record that no turn is running: status ``idle``."""
-        self._update_open(session_id, "status = 'idle', updated_at = ?", (time.time(),))
+        self._update_open(session_id, "status = 'idle'", ())
 
     def finish_turn(self, session_id: str, turn: int, event: msgspec.Struct) -> int:
         """:meth:`end_turn` and :meth:`append_event` of the event that ended ``turn`` in one transaction:
         both or neither are stored. Returns the event's seq."""
-        body = _encode(event)
-        now = time.time()
-
-        def write(db: Db) -> int:
-            self._open_session(db, session_id)
-            db.run("UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?", (now, session_id))
-            return self._insert_event(db, session_id, turn, event, body, now)
-
-        return self._write(write)
+        return self.write_turn(session_id, turn, events=(event,), ends=True).events[0]
 
     def interrupted_turn(self, session_id: str) -> int | None:
         """The turn that was begun and never ended (the process stopped during it), or None."""
@@ -401,7 +388,7 @@ class SessionStore:
         """Record the context window, in tokens (> 0), learned for the session's model."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
             raise ValueError(f"tokens must be a whole number >= 1, got {tokens!r}")
-        self._update_open(session_id, "learned_window = ?, updated_at = ?", (tokens, time.time()))
+        self._update_open(session_id, "learned_window = ?", (tokens,))
 
     # --- Forks --------------------------------------------------------------------------------------------
 
@@ -522,23 +509,58 @@ class SessionStore:
 
     def append_message(self, session_id: str, turn: int, message: Message) -> int:
         """Append ``message`` (redacted) to the session's history; returns its seq."""
-        body = _encode(message)
-        now = time.time()
+        return self.write_turn(session_id, turn, messages=(message,)).messages[0]
 
-        def write(db: Db) -> int:
-            self._open_session(db, session_id)
-            return self._insert_message(db, session_id, turn, body, now)
+    def write_turn(
+        self,
+        session_id: str,
+        turn: int,
+        *,
+        messages: Sequence[Message] = (),
+        events: Sequence[msgspec.Struct] = (),
+        begins: bool = False,
+        ends: bool = False,
+    ) -> TurnWrite:
+        """Append ``messages`` (redacted) to the session's history and ``events`` to its event log, all of
+        turn ``turn``, in one transaction: all or none are stored. With ``begins`` the turn is recorded as
+        running (as :meth:`begin_turn`), with ``ends`` as ended (as :meth:`end_turn`), in the same
+        transaction. Returns the seqs given, in the order of ``messages`` and of ``events``; an event that
+        ends a turn records its usage as :meth:`append_event` does.
+
+        Raises :class:`ValueError` (and stores nothing) for ``begins`` with ``ends``, or for nothing to
+        write."""
+        if begins and ends:
+            raise ValueError("a write cannot both begin and end a turn")
+        if not (messages or events or begins or ends):
+            raise ValueError("nothing to write")
+        bodies = [_encode(message) for message in messages]
+        logged = [(event, _encode(event)) for event in events]
+        now = time.time()
+        assignments, params = (
+            ("status = 'in_turn', current_turn = ?, ", (turn,))
+            if begins
+            else ("status = 'idle', ", ())
+            if ends
+            else ("", ())
+        )
+
+        def write(db: Db) -> TurnWrite:
+            self._claim(db, session_id, now, assignments, params)
+            return TurnWrite(
+                tuple(self._insert_message(db, session_id, turn, body, now) for body in bodies),
+                tuple(self._insert_event(db, session_id, turn, event, body, now) for event, body in logged),
+            )
 
         return self._write(write)
 
     def _insert_message(self, db: Db, session_id: str, turn: int, body: bytes, now: float) -> int:
+        """Insert a message of a session claimed by the transaction (:meth:`_claim`); returns its seq."""
         seq = self._next_seq(db, "messages", session_id)
         db.run(
             "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
             " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
             (session_id, seq, turn, body, now, False, seq),
         )
-        self._touch(db, session_id, now)
         return seq
 
     def apply_compaction(
@@ -579,7 +601,7 @@ class SessionStore:
         now = time.time()
 
         def write(db: Db) -> int:
-            self._open_session(db, session_id)
+            self._claim(db, session_id, now)
             marks = ",".join("?" * len(seqs))
             rows = db.query(
                 f"SELECT seq, replaced_by, position FROM messages WHERE session_id = ? AND seq IN ({marks})",
@@ -603,7 +625,6 @@ class SessionStore:
                 f"UPDATE messages SET replaced_by = ? WHERE session_id = ? AND seq IN ({marks})",
                 (first, session_id, *seqs),
             )
-            self._touch(db, session_id, now)
             return first
 
         first = self._write(write)
@@ -631,18 +652,12 @@ class SessionStore:
     def append_event(self, session_id: str, turn: int, event: msgspec.Struct) -> int:
         """Append ``event`` (its JSON, redacted) to the session's event log; returns its seq. An event that
         ends a turn also records the turn's usage, in the same transaction (a later end replaces it)."""
-        body = _encode(event)
-        now = time.time()
-
-        def write(db: Db) -> int:
-            self._open_session(db, session_id)
-            return self._insert_event(db, session_id, turn, event, body, now)
-
-        return self._write(write)
+        return self.write_turn(session_id, turn, events=(event,)).events[0]
 
     def _insert_event(
         self, db: Db, session_id: str, turn: int, event: msgspec.Struct, body: bytes, now: float
     ) -> int:
+        """Insert an event of a session claimed by the transaction (:meth:`_claim`); returns its seq."""
         seq = self._next_seq(db, "events", session_id)
         db.run(
             "INSERT INTO events (session_id, seq, turn, type, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -654,7 +669,6 @@ class SessionStore:
             db.run("DELETE FROM turn_usage WHERE session_id = ? AND turn = ?", (session_id, turn))
             marks = ", ".join("?" * len(row))
             db.run(f"INSERT INTO turn_usage ({_usage.COLUMNS}) VALUES ({marks})", row)
-        self._touch(db, session_id, now)
         return seq
 
     def turn_usage(self, session_id: str) -> list[TurnUsageRecord]:
@@ -711,13 +725,10 @@ class SessionStore:
             return write(db)
 
     def _update_open(self, session_id: str, assignments: str, params: tuple[Any, ...]) -> None:
-        """Set ``assignments`` on the row of an open session."""
-
-        def write(db: Db) -> None:
-            self._open_session(db, session_id)
-            db.run(f"UPDATE sessions SET {assignments} WHERE id = ?", (*params, session_id))
-
-        self._write(write)
+        """Set ``assignments`` (and ``updated_at``) on the row of an open session."""
+        now = time.time()
+        assignments = f"{assignments}, " if assignments else ""
+        self._write(lambda db: self._claim(db, session_id, now, assignments, params))
 
     def _session_row(self, db: Db, session_id: str, *, lock: bool = False) -> tuple[Any, ...]:
         suffix = self._backend.row_lock if lock else ""
@@ -726,27 +737,42 @@ class SessionStore:
             raise SessionNotFound(f"no session {session_id!r}")
         return rows[0]
 
-    def _open_session(self, db: Db, session_id: str) -> None:
-        # The row lock also serialises the seq allocation of concurrent writers to the session, and a
-        # take by another store with this write: the epoch read here holds until the write commits.
-        row = self._session_row(db, session_id, lock=True)
-        status = row[5]
+    def _claim(
+        self, db: Db, session_id: str, now: float, assignments: str = "", params: tuple[Any, ...] = ()
+    ) -> None:
+        """Take the row of an open session for the transaction's write, in one statement: set
+        ``assignments`` (each followed by ``, ``) and ``updated_at = now``, and lock the row until commit.
+        The lock also serialises the seq allocation of concurrent writers to the session, and a take by
+        another store with this write: the epoch checked here holds until the write commits. Raises
+        :class:`StaleOwner`, :class:`SessionClosed`, :class:`SessionArchived` or :class:`SessionNotFound`,
+        having changed nothing."""
         fence = self._fences.get(session_id)
-        if fence is not None and int(row[11]) != fence:
+        where = "" if fence is None else " AND owner_epoch = ?"
+        changed = db.run(
+            f"UPDATE sessions SET {assignments}updated_at = ?"
+            f" WHERE id = ? AND status NOT IN ('closed', 'archived'){where}",
+            (*params, now, session_id) if fence is None else (*params, now, session_id, fence),
+        )
+        if changed != 1:
+            self._refuse(db, session_id, fence)
+
+    def _refuse(self, db: Db, session_id: str, fence: int | None) -> None:
+        """Raise what kept a write from claiming the session's row (:meth:`_claim`)."""
+        row = self._session_row(db, session_id, lock=True)
+        status, epoch = row[5], int(row[11])
+        if fence is not None and epoch != fence:
             raise StaleOwner(
-                f"session {session_id!r} was taken by another host (owner epoch {row[11]}, this host took it"
+                f"session {session_id!r} was taken by another host (owner epoch {epoch}, this host took it"
                 f" at {fence}): this host may not write to it any more",
                 session_id=session_id,
                 epoch=fence,
-                current=int(row[11]),
+                current=epoch,
             )
         if status == "closed":
             raise SessionClosed(f"session {session_id!r} is closed")
         if status == "archived":
             raise SessionArchived(f"session {session_id!r} is archived: take it out of the archive to use it")
-
-    def _touch(self, db: Db, session_id: str, now: float) -> None:
-        db.run("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        raise StoreError(f"session {session_id!r} changed while a write to it was made; nothing was written")
 
     def _next_seq(self, db: Db, table: str, session_id: str) -> int:
         ((last,),) = db.query(f"SELECT max(seq) FROM {table} WHERE session_id = ?", (session_id,))

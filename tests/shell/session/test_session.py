@@ -231,9 +231,11 @@ def test_cancel_during_tools_aborts_them_and_keeps_the_history_paired(
 def test_a_chat_state_crash_mid_turn_restarts_it_with_the_history_intact(
     tmp_path: Path, leak_check: None
 ) -> None:
-    from shell._protocol import Append
+    from shell._protocol import Append, AppendAll, FinishTurn
 
-    chaos = SessionChaos(chat_state=ChaosPolicy(seed=3, crash_probability=0.3, crash_on=(Append,)))
+    chaos = SessionChaos(
+        chat_state=ChaosPolicy(seed=3, crash_probability=0.3, crash_on=(Append, AppendAll, FinishTurn))
+    )
     with FakeProvider(WRITE_THEN_ANSWER) as provider:
         harness = Harness(tmp_path, provider, chaos=chaos)
         session = harness.open()
