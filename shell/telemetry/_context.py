@@ -2,14 +2,14 @@
 
 The trace context travels in the actor messages and the stored ``TurnStarted`` event as a plain
 ``traceparent`` string (``00-{trace id}-{span id}-{flags}``), so nothing outside this package imports
-OpenTelemetry; these two functions are the only translation.
+OpenTelemetry; these functions are the only translation.
 """
 
 from __future__ import annotations
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-__all__ = ["format_traceparent", "parse_traceparent"]
+__all__ = ["format_traceparent", "parse_traceparent", "traceparent_of"]
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -18,7 +18,13 @@ def format_traceparent(context: SpanContext) -> str | None:
     """The ``traceparent`` of ``context``; None for an invalid context (one that names no span)."""
     if not context.is_valid:
         return None
-    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+    return traceparent_of(context.trace_id, context.span_id, context.trace_flags)
+
+
+def traceparent_of(trace_id: int, span_id: int, flags: int) -> str:
+    """The version-00 ``traceparent`` naming span ``span_id`` of trace ``trace_id`` with ``flags``
+    (lower-case hex, zero-padded: 32, 16 and 2 digits)."""
+    return f"00-{trace_id:032x}-{span_id:016x}-{flags:02x}"
 
 
 def parse_traceparent(value: str) -> SpanContext | None:

@@ -7,6 +7,8 @@ Counters are :class:`Tally` objects: a count is a dict update, and the totals ar
 only when metrics are collected (as observable counters, which report the same cumulative sums a
 synchronous counter would). Every count made through the SDK's own counter walks its measurement
 pipeline, which cost more than the rest of the turn's telemetry put together but the span export.
+Histograms are the SDK's; each is recorded with a label set built once per set of label values and kept
+(the SDK copies what it is given, and these are never changed).
 """
 
 from __future__ import annotations
@@ -60,6 +62,23 @@ class Tally:
         with self._lock:
             totals = list(self._totals.items())
         return [Observation(total, dict(zip(self.labels, values, strict=True))) for values, total in totals]
+
+
+def histogram_labels(key: tuple[str, ...]) -> dict[str, str]:
+    """The labels of a histogram measurement named by ``key``: ``("turn", outcome)``, ``("first_token",
+    model)``, ``("tool", tool)``, ``("model_call", model)`` or ``("model_call", model, error type)``."""
+    match key:
+        case ("turn", outcome):
+            return {"outcome": outcome}
+        case ("first_token", model):
+            return {"model": model}
+        case ("tool", tool):
+            return {"tool": tool}
+        case ("model_call", model):
+            return {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+        case ("model_call", model, error):
+            return {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "error.type": error}
+    raise ValueError(f"not a histogram's label key: {key!r}")
 
 
 class Instruments:
@@ -141,8 +160,34 @@ class Instruments:
             kind,
             description="Messages not handled, by the kind of actor they were for",
         )
+        self._labels: dict[tuple[str, ...], dict[str, str]] = {}
         if readings is not None:
             self._observe_host(meter, readings)
+
+    def record_turn(self, seconds: float, outcome: str) -> None:
+        """Record a turn's duration under its ``outcome``."""
+        self.turn_duration.record(seconds, self._label_set(("turn", outcome)))
+
+    def record_first_token(self, seconds: float, model: str) -> None:
+        """Record a model call's time to its first token under its ``model``."""
+        self.first_token.record(seconds, self._label_set(("first_token", model)))
+
+    def record_model_call(self, seconds: float, model: str, error: str | None) -> None:
+        """Record a model call's duration (retries included) under ``gen_ai.operation.name`` ``chat``,
+        its ``gen_ai.request.model`` and, for a call that did not complete, its ``error.type``."""
+        key = ("model_call", model) if error is None else ("model_call", model, error)
+        self.model_latency.record(seconds, self._label_set(key))
+
+    def record_tool(self, seconds: float, tool: str) -> None:
+        """Record a tool call's duration under its ``tool``."""
+        self.tool_duration.record(seconds, self._label_set(("tool", tool)))
+
+    def _label_set(self, key: tuple[str, ...]) -> dict[str, str]:
+        """The label set ``key`` (a histogram's kind, then its label values) names, built once."""
+        labels = self._labels.get(key)
+        if labels is None:
+            labels = self._labels[key] = histogram_labels(key)
+        return labels
 
     def count_tokens(self, tokens: TokenUsage, model: str) -> None:
         """Add one call's reported tokens: input (cached included), output, and the cached and reasoning

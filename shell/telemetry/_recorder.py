@@ -14,6 +14,11 @@ and in the stored ``TurnStarted`` event. A host that takes up a turn interrupted
 continues that turn's stored trace: the resumed turn's ``invoke_agent`` span (``turnkeep.resumed`` set) is
 a child of the stored turn span, and a turn ended ``interrupted`` instead is recorded there by
 :meth:`TurnRecorder.interrupted`.
+
+Sampling is decided once, when a turn begins (:func:`~shell.telemetry._sampling.decide_turn`): a turn the
+sampler declines is kept without a span object, its metrics recorded as for any turn, and the trace
+context its work carries is the one the SDK's non-recording span would have had (flags: not sampled). A
+resumed turn follows the sampled flag of the stored span it continues.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import Any
 import msgspec
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace.sampling import Sampler
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode, Tracer
 
 from sampler import Cancelled, Completed, Failed, StepProjectionFallback, StepQueued, StepRetrying, StepText
@@ -34,8 +41,9 @@ from .. import events as ev
 from .. import turn as tm
 from .._secrets import redact
 from ..usage import TokenUsage
-from ._context import format_traceparent, parse_traceparent
+from ._context import format_traceparent, parse_traceparent, traceparent_of
 from ._metrics import Instruments
+from ._sampling import TurnDecision, TurnIds, decide_turn
 
 __all__ = ["TurnRecorder"]
 
@@ -47,29 +55,33 @@ _INTERRUPTED = "interrupted"
 """The cancel reason of a turn its process did not live to end."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     request_id: str
-    span: Span
+    span: Span | None
+    """None in a turn not sampled."""
     started: float
     model: str
     traceparent: str | None
     first_token: float | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tool:
-    span: Span
+    span: Span | None
     started: float
 
 
-@dataclass
+@dataclass(slots=True)
 class _Turn:
-    span: Span
+    span: Span | None
+    """The ``invoke_agent`` span; None when the turn is not sampled (nor then any of its children)."""
     started: float
-    parent: Context
-    """The context whose span is the turn's: what ``RunTools`` carries, the parent of its children."""
+    parent: Context | None
+    """The context whose span is the turn's, the parent of its children (None when not sampled)."""
     traceparent: str | None
+    """What ``RunTools`` and ``TurnStarted`` carry: the turn's span, or the span it would have had."""
+    decision: TurnDecision
     calls: dict[str, _Call] = field(default_factory=dict)
     tools: dict[str, _Tool] = field(default_factory=dict)
     compaction: Span | None = None
@@ -78,12 +90,18 @@ class _Turn:
 
 class TurnRecorder:
     """Turns observed turns into spans on ``tracer`` and measurements on ``instruments``. Thread-safe:
-    sessions call it from their own threads."""
+    sessions call it from their own threads. ``tracer`` is an SDK tracer whose provider draws its ids
+    with a :class:`~shell.telemetry._sampling.TurnIds` (as :func:`~shell.telemetry.start_telemetry`
+    makes it); its sampler decides each turn once, when the turn begins."""
 
     def __init__(
         self, tracer: Tracer, instruments: Instruments, *, provider: str, record_content: bool = False
     ) -> None:
+        if not isinstance(tracer, SdkTracer) or not isinstance(tracer.id_generator, TurnIds):
+            raise TypeError("a TurnRecorder needs an SDK tracer whose provider draws its ids with TurnIds")
         self._tracer = tracer
+        self._sampler: Sampler = tracer.sampler
+        self._ids: TurnIds = tracer.id_generator
         self._metrics = instruments
         self._provider = provider
         self._content = record_content
@@ -143,6 +161,13 @@ class TurnRecorder:
         span.end()
         self._metrics.turns.add(1, "cancelled", _INTERRUPTED)
 
+    def sampled(self, session_id: str, number: int) -> bool | None:
+        """Whether open turn ``number`` of the session is traced (its spans are made); None when the
+        turn is not open."""
+        with self._lock:
+            turn = self._turns.get((session_id, number))
+            return None if turn is None else turn.span is not None
+
     def open_turns(self) -> int:
         """Turns with a span still open."""
         with self._lock:
@@ -154,9 +179,10 @@ class TurnRecorder:
             turns, self._turns = list(self._turns.values()), {}
         for turn in turns:
             self._abandon(turn, why)
-            turn.span.set_attribute("error.type", "abandoned")
-            turn.span.set_status(Status(StatusCode.ERROR, why))
-            turn.span.end()
+            if turn.span is not None:
+                turn.span.set_attribute("error.type", "abandoned")
+                turn.span.set_status(Status(StatusCode.ERROR, why))
+                turn.span.end()
 
     # -- what the turn was told ------------------------------------------------------------------------
 
@@ -178,13 +204,21 @@ class TurnRecorder:
             parent = _stored_parent(message.plan.traceparent)
             attributes["turnkeep.resumed"] = True
             attributes["turnkeep.resumed_after_step"] = message.plan.steps_done
-        elif self._content:
-            attributes["turnkeep.prompt"] = _content(message.prompt.text)
-        span = self._tracer.start_span(
-            "invoke_agent", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+        decision = decide_turn(
+            self._sampler, self._ids, parent, "invoke_agent", SpanKind.INTERNAL, attributes
         )
-        parent = trace.set_span_in_context(span)
-        return _Turn(span, time.perf_counter(), parent, format_traceparent(span.get_span_context()))
+        if not decision.sampled:
+            return _Turn(None, time.perf_counter(), None, decision.traceparent, decision)
+        if self._content and isinstance(message, tm.Begin):
+            attributes["turnkeep.prompt"] = _content(message.prompt.text)
+        with self._ids.starting(decision.trace_id):
+            span = self._tracer.start_span(
+                "invoke_agent", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+            )
+        context = trace.set_span_in_context(span)
+        return _Turn(
+            span, time.perf_counter(), context, format_traceparent(span.get_span_context()), decision
+        )
 
     def _told(self, turn: _Turn, message: object) -> None:
         match message:
@@ -193,39 +227,42 @@ class TurnRecorder:
                 if call is not None and call.first_token is None:
                     call.first_token = time.perf_counter()
                     self._streaming.add(request_id)
-                    self._metrics.first_token.record(call.first_token - call.started, {"model": call.model})
+                    self._metrics.record_first_token(call.first_token - call.started, call.model)
             case StepQueued(request_id=request_id, place=place, reason=reason, expected_wait=wait):
-                self._event(
-                    turn, request_id, "gate.queued", {"place": place, "reason": reason, "expected_wait": wait}
-                )
+                if turn.span is not None:
+                    attributes = {"place": place, "reason": reason, "expected_wait": wait}
+                    self._event(turn, request_id, "gate.queued", attributes)
                 self._metrics.gate_waits.add(1, reason)
             case StepRetrying() as retry:
-                attributes = {
-                    "attempt": retry.attempt,
-                    "max_attempts": retry.max_attempts,
-                    "delay": retry.delay,
-                    "error.type": str(retry.kind),
-                    "status": retry.status,
-                    "discard_partial": retry.discard_partial,
-                }
-                self._event(turn, retry.request_id, "retry", attributes)
+                if turn.span is not None:
+                    attributes = {
+                        "attempt": retry.attempt,
+                        "max_attempts": retry.max_attempts,
+                        "delay": retry.delay,
+                        "error.type": str(retry.kind),
+                        "status": retry.status,
+                        "discard_partial": retry.discard_partial,
+                    }
+                    self._event(turn, retry.request_id, "retry", attributes)
                 self._metrics.retries.add(1, str(retry.kind))
                 self._count_usage(turn, retry.request_id, retry.usage)
             case StepProjectionFallback() as fallback:
-                attributes = {"projection": str(fallback.projection), "error.type": str(fallback.kind)}
-                self._event(turn, fallback.request_id, "projection_fallback", attributes)
+                if turn.span is not None:
+                    attributes = {"projection": str(fallback.projection), "error.type": str(fallback.kind)}
+                    self._event(turn, fallback.request_id, "projection_fallback", attributes)
                 self._count_usage(turn, fallback.request_id, fallback.usage)
             case Completed() | Failed() | Cancelled():
                 self._call_ended(turn, message)
-            case tm.SiblingDown(sibling=sibling, error=error):
+            case tm.SiblingDown(sibling=sibling, error=error) if turn.span is not None:
                 turn.span.add_event("sibling_down", {"sibling": str(sibling), "error": _content(error)})
-            case tm.Restarted():
+            case tm.Restarted() if turn.span is not None:
                 turn.span.add_event("session_restarted")
 
     def _event(self, turn: _Turn, request_id: str, name: str, attributes: dict[str, Any]) -> None:
         call = turn.calls.get(request_id)
         target = call.span if call is not None else turn.span
-        target.add_event(name, {key: value for key, value in attributes.items() if value is not None})
+        if target is not None:
+            target.add_event(name, {key: value for key, value in attributes.items() if value is not None})
 
     def _count_usage(self, turn: _Turn, request_id: str, usage: Any) -> None:
         call = turn.calls.get(request_id)
@@ -237,6 +274,16 @@ class TurnRecorder:
         if call is None:
             return
         usage = outcome.usage
+        if call.span is None:  # not sampled: the metrics alone
+            if usage is not None:
+                self._metrics.count_tokens(TokenUsage().add(usage), call.model)
+            if isinstance(outcome, Completed):
+                self._end_call(call, "completed", None)
+            elif isinstance(outcome, Failed):
+                self._end_call(call, "failed", str(outcome.error.kind))
+            else:
+                self._end_call(call, "cancelled", "cancelled")
+            return
         attributes: dict[str, Any] = {"turnkeep.attempts": outcome.attempts}
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
@@ -264,14 +311,14 @@ class TurnRecorder:
     def _end_call(self, call: _Call, outcome: str, error: str | None, message: str = "") -> None:
         self._streaming.discard(call.request_id)
         seconds = time.perf_counter() - call.started
-        labels = {"gen_ai.operation.name": "chat", "gen_ai.request.model": call.model}
-        if error is not None:
-            labels["error.type"] = error
-            call.span.set_attribute("error.type", error)
-            call.span.set_status(Status(StatusCode.ERROR, _content(message or error)))
-        self._metrics.model_latency.record(seconds, labels)
+        span = call.span
+        if span is not None and error is not None:
+            span.set_attribute("error.type", error)
+            span.set_status(Status(StatusCode.ERROR, _content(message or error)))
+        self._metrics.record_model_call(seconds, call.model, error)
         self._metrics.model_calls.add(1, call.model, outcome)
-        call.span.end()
+        if span is not None:
+            span.end()
 
     # -- what the turn decided -------------------------------------------------------------------------
 
@@ -292,6 +339,11 @@ class TurnRecorder:
 
     def _send(self, turn: _Turn, request_id: str, compaction: bool, request: Any) -> None:
         model = str(request.model)
+        if turn.span is None:  # not sampled: the call's span would be a non-recording child of the turn's
+            decision = turn.decision
+            traceparent = traceparent_of(decision.trace_id, self._ids.generate_span_id(), decision.flags)
+            turn.calls[request_id] = _Call(request_id, None, time.perf_counter(), model, traceparent)
+            return
         parent = turn.compaction_parent if compaction and turn.compaction_parent is not None else turn.parent
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -318,6 +370,8 @@ class TurnRecorder:
 
     def _emitted(self, turn: _Turn, event: object) -> None:
         match event:
+            case ev.ToolCallStarted(call_id=call_id) if turn.span is None:
+                turn.tools[call_id] = _Tool(None, time.perf_counter())
             case ev.ToolCallStarted(call_id=call_id, tool=tool, arguments=arguments):
                 attributes: dict[str, Any] = {
                     "gen_ai.operation.name": "execute_tool",
@@ -334,14 +388,18 @@ class TurnRecorder:
                 running = turn.tools.pop(call_id, None)
                 if running is None:
                     return
-                if is_error:
-                    running.span.set_attributes({"turnkeep.tool.status": status, "error.type": status})
-                    running.span.set_status(Status(StatusCode.ERROR, status))
-                else:
-                    running.span.set_attribute("turnkeep.tool.status", status)
-                running.span.end()
+                tool_span = running.span
+                if tool_span is not None:
+                    if is_error:
+                        tool_span.set_attributes({"turnkeep.tool.status": status, "error.type": status})
+                        tool_span.set_status(Status(StatusCode.ERROR, status))
+                    else:
+                        tool_span.set_attribute("turnkeep.tool.status", status)
+                    tool_span.end()
                 self._metrics.tool_calls.add(1, tool, status)
-                self._metrics.tool_duration.record(time.perf_counter() - running.started, {"tool": tool})
+                self._metrics.record_tool(time.perf_counter() - running.started, tool)
+            case ev.CompactionStarted() if turn.span is None:
+                pass  # not sampled: a compaction is counted when it finishes
             case ev.CompactionStarted(reason=reason, estimated_tokens=estimated, window=window):
                 attributes = {"turnkeep.compaction.reason": reason, "turnkeep.estimated_tokens": estimated}
                 attributes["turnkeep.window"] = window
@@ -364,15 +422,20 @@ class TurnRecorder:
                 if not finished.ok:
                     compaction.set_status(Status(StatusCode.ERROR, _content(finished.message)))
                 compaction.end()
-            case ev.AuthRefreshed(attempt=attempt):
+            case ev.AuthRefreshed(attempt=attempt) if turn.span is not None:
                 turn.span.add_event("auth_refreshed", {"attempt": attempt})
-            case ev.DoomLoopWarning(reason=reason):
+            case ev.DoomLoopWarning(reason=reason) if turn.span is not None:
                 turn.span.add_event("doom_loop_warning", {"reason": _content(reason)})
 
     def _end(self, turn: _Turn, event: tm.TurnEnd) -> None:
         outcome, kind = _outcome(event)
-        self._abandon(turn, f"the turn ended ({outcome})")
+        if turn.calls or turn.tools or turn.compaction is not None:
+            self._abandon(turn, f"the turn ended ({outcome})")
         span = turn.span
+        if span is None:  # not sampled: the metrics alone
+            self._metrics.turns.add(1, outcome, kind)
+            self._metrics.record_turn(time.perf_counter() - turn.started, outcome)
+            return
         usage = event.usage
         total = usage.total
         attributes: dict[str, Any] = {
@@ -397,7 +460,7 @@ class TurnRecorder:
         span.set_attributes(attributes)
         span.end()
         self._metrics.turns.add(1, outcome, kind)
-        self._metrics.turn_duration.record(time.perf_counter() - turn.started, {"outcome": outcome})
+        self._metrics.record_turn(time.perf_counter() - turn.started, outcome)
 
     def _abandon(self, turn: _Turn, why: str) -> None:
         """End the turn's children still open (their end will never be seen) with an error status."""
@@ -405,9 +468,10 @@ class TurnRecorder:
             self._end_call(call, "abandoned", "abandoned", why)
         turn.calls.clear()
         for running in turn.tools.values():
-            running.span.set_attribute("error.type", "abandoned")
-            running.span.set_status(Status(StatusCode.ERROR, why))
-            running.span.end()
+            if running.span is not None:
+                running.span.set_attribute("error.type", "abandoned")
+                running.span.set_status(Status(StatusCode.ERROR, why))
+                running.span.end()
         turn.tools.clear()
         if turn.compaction is not None:
             turn.compaction.set_status(Status(StatusCode.ERROR, why))

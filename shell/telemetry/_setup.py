@@ -25,6 +25,7 @@ from ..store import SessionStore
 from ._kinds import actor_kind
 from ._metrics import HostReadings, Instruments
 from ._recorder import TurnRecorder
+from ._sampling import TurnIds
 from ._stored import stored_traceparent
 
 __all__ = ["Telemetry", "TelemetryError", "start_telemetry"]
@@ -148,7 +149,8 @@ def start_telemetry(
     env = os.environ if environ is None else environ
     resource = Resource.create({"service.name": settings.service_name})
     sampler = ParentBased(TraceIdRatioBased(settings.sampling))
-    tracer_provider = TracerProvider(resource=resource, sampler=sampler)
+    # The recorder decides a turn's sampling before it starts a span, with this sampler and these ids.
+    tracer_provider = TracerProvider(resource=resource, sampler=sampler, id_generator=TurnIds())
     if span_exporter is not None:
         tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
     else:
