@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_host_options(serve)
     _add_serve_arguments(serve)
 
+    acp = commands.add_parser(
+        "acp", help="an Agent Client Protocol agent on stdin and stdout, for editors (Zed, JetBrains, ...)"
+    )
+    add_host_options(acp)
+    _add_acp_arguments(acp)
+
     sessions = commands.add_parser("sessions", help="what the session store holds")
     _add_sessions_arguments(sessions)
 
@@ -141,6 +147,19 @@ def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, metavar="N", help="the port (default 8787; 0 picks one)")
     parser.add_argument(
         "--workspace-root", metavar="DIR", help="clients open sessions only under DIR (default: .)"
+    )
+
+
+def _add_acp_arguments(parser: argparse.ArgumentParser) -> None:
+    """``acp``'s own arguments (the host options are added by the caller)."""
+    parser.add_argument(
+        "--permission-timeout",
+        type=float,
+        metavar="S",
+        help="seconds the editor has to answer a permission request before it counts as a denial",
+    )
+    parser.add_argument(
+        "--max-line-bytes", type=int, metavar="N", help="the longest protocol line read or written"
     )
 
 

@@ -72,6 +72,8 @@ def _dispatch(options: argparse.Namespace) -> int:
         from . import _serve
 
         return _serve.run(options)
+    if command == "acp":
+        return _acp(options)
     if command == "sessions":
         from . import _sessions
 
@@ -103,6 +105,24 @@ def _dispatch(options: argparse.Namespace) -> int:
     given = {"sessions": options.sessions, "profile": options.faults, "seed": options.seed}
     kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     return _demo.run(**kwargs)
+
+
+def _acp(options: argparse.Namespace) -> int:
+    from ..acp import AcpSettings, claim_stdio, serve_stdio
+    from ._settings import CliUsageError, open_host, settings_from
+
+    if options.workspace is not None or options.session is not None:
+        raise CliUsageError("acp takes no --workspace or --session: the editor chooses")
+    given = {"permission_timeout": options.permission_timeout, "max_line_bytes": options.max_line_bytes}
+    settings = settings_from(options)
+    try:
+        acp = AcpSettings(
+            abort_grace=settings.tools.abort_grace, **{k: v for k, v in given.items() if v is not None}
+        )
+    except ValueError as error:
+        raise CliUsageError(f"invalid option: {error}") from None
+    claim = claim_stdio()  # before the host starts anything that could inherit stdout
+    return serve_stdio(lambda: open_host(settings, options, interactive=True), acp, claim)
 
 
 def _host_kills(options: argparse.Namespace) -> int:
