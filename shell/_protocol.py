@@ -35,8 +35,6 @@ class EndTurn(msgspec.Struct, frozen=True, tag=True):
     """Record that the turn in flight has ended."""
 
 
-
-
 class Append(msgspec.Struct, frozen=True, tag=True):
     """Persist ``message`` to the history, then acknowledge with its seq."""
 
