@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from types import FrameType
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import trio
 
+from .._signals import on_stop_signals
 from ..facade import Host
 from ._agent import AcpAgent
 from ._jsonrpc import LineSplitter, Oversized
@@ -66,7 +65,7 @@ def serve_stdio(make_host: Callable[[], Host], settings: AcpSettings, claim: Std
         stream=sys.stderr, level=logging.WARNING, format="turnkeep acp: %(levelname)s %(message)s"
     )
     wake = threading.Event()
-    with _woken_by_signals(wake):
+    with on_stop_signals(wake.set):
         host = make_host()
         try:
             loop = host.agent_host.system.io
@@ -161,21 +160,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-@contextmanager
-def _woken_by_signals(wake: threading.Event) -> Iterator[None]:
-    """Within: SIGINT and SIGTERM set ``wake`` (on the main thread) instead of interrupting."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        wake.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)

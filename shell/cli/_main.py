@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._signals import on_stop_signals
 from ._args import build_parser
 from ._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
@@ -182,7 +179,7 @@ def _fake_provider(options: argparse.Namespace) -> int:
             sys.stderr.write(f"[a host playing it needs: {needs}]\n")
 
     try:
-        with _stopped_by_signals():
+        with on_stop_signals(_interrupt):
             stats = serve_forever(
                 options.port, options.faults, options.seed, on_ready=ready, provider=provider
             )
@@ -192,22 +189,9 @@ def _fake_provider(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@contextmanager
-def _stopped_by_signals() -> Iterator[None]:
-    """Within: SIGINT and SIGTERM raise KeyboardInterrupt, even where a shell had SIGINT ignored."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+def _interrupt() -> None:
+    """SIGINT and SIGTERM end the command as Ctrl-C does."""
+    raise KeyboardInterrupt
 
 
 def _fail(code: int, message: str) -> int:

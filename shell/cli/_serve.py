@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 import msgspec
 
+from .._signals import on_stop_signals
 from ._settings import CliUsageError, open_host, settings_from
 from ._turn_view import EXIT_FAILED, EXIT_OK
 
@@ -46,7 +43,7 @@ def run(options: argparse.Namespace) -> int:
     except ServeRefused as error:
         raise CliUsageError(str(error)) from None
     stop = threading.Event()
-    with _stopped_by_signals(stop):
+    with on_stop_signals(stop.set):
         host = open_host(settings.replace(serve=serve), options, interactive=True)
         try:
             try:
@@ -78,21 +75,3 @@ def _announce(url: str, generated_token: str | None, root: Path) -> None:
     else:
         print(f"console: {url}/ (token from $TURNKEEP_SERVE_TOKEN)", flush=True)
     sys.stderr.write("[Ctrl-C to stop]\n")
-
-
-@contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
-    """Within: SIGINT and SIGTERM set ``stop`` instead of interrupting (on the main thread)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
