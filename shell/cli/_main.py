@@ -15,7 +15,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._signals import on_stop_signals
 from ._args import build_parser
 from ._exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
@@ -157,6 +156,7 @@ def _host_kills(options: argparse.Namespace) -> int:
 def _fake_provider(options: argparse.Namespace) -> int:
     from sampler.fake import SCENARIOS, serve_forever
 
+    from .._signals import on_stop_signals
     from . import _fake
 
     if options.list:
