@@ -22,6 +22,7 @@ import h11
 import httpx
 import trio
 
+from ._groups import unwrap
 from ._http_body import BodyFramingError, ChunkedBody, LengthBody, framing_of
 
 __all__ = ["TransportClosedError", "TrioTransport", "proxy_configured"]
@@ -190,7 +191,7 @@ class TrioTransport(httpx.AsyncBaseTransport):
         scheme, host, port = origin
         with trio.move_on_after(math.inf if timeout is None else timeout):
             try:
-                tcp = await trio.open_tcp_stream(host, port)
+                tcp = await _open_tcp_stream(host, port)
             except OSError as exc:
                 raise httpx.ConnectError(f"cannot connect to {host}:{port}: {exc}", request=request) from exc
             if scheme == "http":
@@ -563,3 +564,12 @@ async def _read_socket(connection: _Connection) -> bytes:
 def _reason(exc: BaseException) -> str:
     cause = exc.__cause__ or exc
     return str(cause) or type(cause).__name__
+
+
+async def _open_tcp_stream(host: str, port: int) -> trio.SocketStream:
+    """``trio.open_tcp_stream``, raising one exception where its attempts' nursery raised a group (a cancel
+    that reached every attempt is one ``Cancelled``; a failed connect is its ``OSError``)."""
+    try:
+        return await trio.open_tcp_stream(host, port)
+    except BaseExceptionGroup as group:
+        raise unwrap(group) from None

@@ -13,6 +13,7 @@ import httpx
 import msgspec
 import trio
 
+from ._groups import is_cancellation, unwrap
 from ._sse import SseParser
 from ._transport import TrioTransport
 from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_error, classify_stream_error
@@ -180,7 +181,10 @@ async def sample_step(
             emit(_retrying(step, ended, decision.delay))
             step.current = _Attempt()
             await trio.sleep(decision.delay)
-    except trio.Cancelled:
+    except BaseException as exc:
+        # A nursery below (a connection's happy eyeballs) may raise the cancel as a group of Cancelled.
+        if not is_cancellation(exc):
+            raise
         decoder = step.current.decoder
         partial = decoder.partial() if decoder is not None else AssistantMessage(interrupted=True)
         emit(Cancelled(request_id, partial, step.attempt, _usage(step.current)))
@@ -349,7 +353,7 @@ async def _one_attempt(
                         finally:
                             nursery.cancel_scope.cancel()
                 except BaseExceptionGroup as group:
-                    raise _only(group) from None
+                    raise unwrap(group) from None
                 if error is not None:
                     return error
                 coalescer.flush()
@@ -459,21 +463,6 @@ class _Coalescer:
             self._due = trio.Event()
             await trio.sleep_until(self._next)
             self.flush()
-
-
-def _only(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """What a nursery wrapped, unwrapped: the reader's error, else the cancellation both tasks saw (the
-    flusher itself never raises)."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, BaseExceptionGroup):
-            pending.extend(item.exceptions)
-        else:
-            leaves.append(item)
-    errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-    return errors[0] if errors else leaves[0]
 
 
 async def _read_bounded(

@@ -173,6 +173,29 @@ async def test_cancelling_mid_stream_returns_what_had_streamed(autojump_clock: A
     assert cancelled.partial.interrupted
 
 
+class RacingConnects(httpx.AsyncBaseTransport):
+    """Connects as happy eyeballs does: two attempts in a nursery, so a cancel reaches both of them and
+    the nursery raises it as a group of two ``Cancelled``."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            nursery.start_soon(trio.sleep_forever)
+        raise AssertionError("an attempt never ends by itself")
+
+
+async def test_a_cancel_raised_as_a_group_of_cancellations_still_ends_the_step_cancelled(
+    autojump_clock: Any,
+) -> None:
+    events: list[Any] = []
+    async with httpx.AsyncClient(transport=RacingConnects()) as client:
+        with trio.move_on_after(1) as scope:
+            await sample_step(REQUEST, request_id="r1", client=client, settings=SETTINGS, emit=events.append)
+    assert scope.cancelled_caught
+    assert [type(e) for e in events] == [Cancelled]
+    assert events[0].partial.interrupted and events[0].partial.text == ""
+
+
 async def test_a_stream_that_goes_silent_times_out_and_is_retried(autojump_clock: Any) -> None:
     outcome, events, _ = await run([Stream([chunk("partial"), 500.0]), Stream(stream_of("fresh"))])
     assert isinstance(outcome, Completed)

@@ -206,6 +206,23 @@ def test_cancel_mid_stream_salvages_the_partial_answer_and_the_next_turn_works(
     assert isinstance(after[-1], ev.TurnCompleted)
 
 
+def test_a_cancel_right_after_the_prompt_ends_every_turn_whatever_step_it_reaches(
+    tmp_path: Path, leak_check: None
+) -> None:
+    # The cancel meets the first request anywhere: queued, connecting, streaming or already answered.
+    with FakeProvider(Script.echo()) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        ends = []
+        for n in range(30):
+            harness.prompt(session, f"race {n}")
+            session.ask(Cancel())
+            ends.append(harness.until_end(timeout=10)[-1])
+        harness.close()
+    assert {type(end) for end in ends} <= {ev.TurnCancelled, ev.TurnCompleted}
+    assert [end.turn for end in ends] == list(range(1, 31))
+
+
 def test_cancel_during_tools_aborts_them_and_keeps_the_history_paired(
     tmp_path: Path, leak_check: None
 ) -> None:
