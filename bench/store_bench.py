@@ -17,13 +17,20 @@ baseline's median is low while its tail is long; the p99 and the mean compare th
 Configurations take turns within each round; a ratio is the median over the rounds of the ratio within
 each round.
 
-Run: ``.venv/bin/python bench/store_bench.py [--appends N] [--threads N] [--sessions N] [--rounds N]
-[--postgres] [--json]``.
+A third figure is the cost of one write alone: ``--single`` messages appended one after another by one
+thread through ``SessionStore.append_message`` (SQLite, WAL, ``synchronous`` NORMAL, group commit on, as a
+host has it), against the floor of the same write: the same row (the message encoded with msgspec) inserted
+and committed with ``sqlite3`` into a table of the same shape in a database with the same settings
+(``BEGIN``, ``INSERT``, ``COMMIT``). Figure: the median time of one write, ours over the raw one.
+
+Run: ``.venv/bin/python bench/store_bench.py [--appends N] [--threads N] [--sessions N] [--single N]
+[--rounds N] [--postgres] [--json]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -207,6 +214,101 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, list[Run]]]:
     return runs
 
 
+MESSAGE = "a message of an ordinary length, stored as one row"
+
+
+def single_writes_store(path: Path, count: int) -> list[float]:
+    """Seconds of each of ``count`` appends made one after another through the store."""
+    with open_store(path) as store:
+        store.create_session("s", workspace="/w", model="m")
+        message = UserMessage.of_text(MESSAGE)
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            store.append_message("s", 1, message)
+            times.append(time.perf_counter() - started)
+        return times
+
+
+def single_writes_raw(path: Path, count: int, statements: str) -> list[float]:
+    """Seconds of each of ``count`` writes of the same row made with ``sqlite3`` alone, in a store file
+    (its schema and settings): ``"insert"`` is a bare insert and commit; ``"statements"`` makes the
+    statements a store write makes (the session's row claimed, the next seq read, the insert)."""
+    with open_store(path) as store:
+        store.create_session("s", workspace="/w", model="m")
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        message = UserMessage.of_text(MESSAGE)
+        times = []
+        for seq in range(1, count + 1):
+            started = time.perf_counter()
+            body = msgspec.json.encode(message)
+            connection.execute("BEGIN IMMEDIATE")
+            if statements == "statements":
+                connection.execute(
+                    "UPDATE sessions SET updated_at = ?"
+                    " WHERE id = ? AND status NOT IN ('closed', 'archived')",
+                    (time.time(), "s"),
+                )
+                connection.execute("SELECT max(seq) FROM messages WHERE session_id = ?", ("s",)).fetchall()
+            connection.execute(
+                "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
+                " position) VALUES ('s', ?, 1, ?, ?, NULL, 0, ?)",
+                (seq, body, time.time(), seq),
+            )
+            connection.execute("COMMIT")
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        connection.close()
+
+
+def single_write_figures(count: int, rounds: int) -> list[Figure]:
+    """One write through the store over one raw insert-and-commit of the same row, and the raw floor of
+    the statements a store write makes over the same: the median over rounds of the ratio of their median
+    times in each round (the three take turns)."""
+    sides: dict[str, Callable[[Path, int], list[float]]] = {
+        "store": single_writes_store,
+        "insert": lambda path, n: single_writes_raw(path, n, "insert"),
+        "statements": lambda path, n: single_writes_raw(path, n, "statements"),
+    }
+    medians: dict[str, list[float]] = {name: [] for name in sides}
+    with tempfile.TemporaryDirectory() as directory:
+        for round_ in range(rounds):
+            order = list(sides) if round_ % 2 == 0 else list(sides)[::-1]
+            for name in order:
+                times = sides[name](Path(directory) / f"{len(order)}-{round_}-{name}.db", count)
+                medians[name].append(statistics.median(times))
+            print(
+                f"round {round_ + 1} single writes (us): "
+                + ", ".join(f"{name} {medians[name][-1] * 1e6:.0f}" for name in sides),
+                file=sys.stderr,
+            )
+    ratio = statistics.median(a / b for a, b in zip(medians["store"], medians["insert"], strict=True))
+    floor = statistics.median(a / b for a, b in zip(medians["statements"], medians["insert"], strict=True))
+    us = {name: statistics.median(values) * 1e6 for name, values in medians.items()}
+    return [
+        Figure(
+            benchmark="store",
+            figure="sqlite NORMAL, one append alone through the store (group commit on)",
+            value=f"{us['store']:.0f} us",
+            baseline=f"{us['insert']:.0f} us (sqlite3: insert and commit of the same row)",
+            ratio=ratio,
+            target="<= 2",
+            met=ratio <= 2,
+        ),
+        Figure(
+            benchmark="store",
+            figure="  its statements alone (row claimed, next seq read, insert), in sqlite3",
+            value=f"{us['statements']:.0f} us",
+            baseline=f"{us['insert']:.0f} us",
+            ratio=floor,
+        ),
+    ]
+
+
 def paired(ours: list[Run], base: list[Run], figure: Callable[[Run], float]) -> float:
     """The median over the rounds of ``figure(ours) / figure(base)`` within each round."""
     return statistics.median(figure(a) / figure(b) for a, b in zip(ours, base, strict=True))
@@ -270,11 +372,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--appends", type=int, default=1000, help="appends in the append burst")
     parser.add_argument("--threads", type=int, default=200, help="threads of the append burst")
     parser.add_argument("--sessions", type=int, default=1000, help="sessions starting a turn at once")
+    parser.add_argument("--single", type=int, default=2000, help="appends of the single-write figure")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (each runs every configuration)")
     parser.add_argument("--postgres", action="store_true", help="also on a throwaway PostgreSQL server")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args(argv)
-    rows = figures(measure(args))
+    rows = [*single_write_figures(args.single, max(args.rounds, 3)), *figures(measure(args))]
     print(msgspec.json.encode(rows).decode() if args.json else format_table(rows))
 
 

@@ -268,10 +268,14 @@ def may_hold_secret(encoded_json: bytes) -> bool:
     for is made of letters, digits, ``-`` and ``_``, which JSON writes as they are.
     """
     text = encoded_json.decode("utf-8", "surrogateescape")
-    if any(mark in text for mark in _EXACT_MARKS):
-        return True
-    folded = text.translate(_FOLD).lower()
-    return any(mark in folded for mark in _FOLDED_MARKS) or KNOWN_SECRETS.occurs_in(text)
+    for mark in _EXACT_MARKS:
+        if mark in text:
+            return True
+    folded = (text if text.isascii() else text.translate(_FOLD)).lower()
+    for mark in _FOLDED_MARKS:
+        if mark in folded:
+            return True
+    return bool(KNOWN_SECRETS) and KNOWN_SECRETS.occurs_in(text)
 
 
 def redact(text: str) -> str:
