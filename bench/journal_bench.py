@@ -9,8 +9,9 @@ of its own, run ``--turns`` turns one after the other. Each round runs both conf
 its own (the order rotates); a ratio is the median over the rounds of the ratio within a round.
 
 - journaled: the default host on a SQLite store (WAL, ``synchronous = NORMAL``, group commit);
-- not journaled: the same host, with the store object's message and event writes (``start_turn``,
-  ``append_message``, ``append_event``, ``finish_turn``) answering at once without touching the database.
+- not journaled: the same host, with the store object's message and event writes (``write_turn``, which
+  every write of a turn's messages and events goes through, and ``begin_turn``, ``end_turn``) answering at
+  once without touching the database.
   The chat state still keeps the history in memory, so the turns run alike; nothing of them survives the
   process.
 
@@ -34,6 +35,7 @@ from _services import outside_services
 from run_all import Figure, format_table
 
 from shell import Host, TurnCompleted, load_settings
+from shell.store import TurnWrite
 
 CONFIGS = ("journaled", "not journaled")
 
@@ -51,12 +53,17 @@ def _unjournaled(store: Any, counted: list[int]) -> None:
     """Make ``store``'s message and event writes answer at once, writing nothing; count them."""
     seqs = itertools.count(1)
 
-    def answer(*_: Any, **__: Any) -> int:
+    def write_turn(
+        _session: str, _turn: int, *, messages: Sequence[Any] = (), events: Sequence[Any] = (), **_: Any
+    ) -> TurnWrite:
         counted[0] += 1
-        return next(seqs)
+        return TurnWrite(tuple(next(seqs) for _ in messages), tuple(next(seqs) for _ in events))
 
-    for name in ("start_turn", "append_message", "append_event", "finish_turn"):
-        setattr(store, name, answer)
+    def mark(*_: Any) -> None:
+        counted[0] += 1
+
+    store.write_turn = write_turn
+    store.begin_turn = store.end_turn = mark
 
 
 def _one_round(
