@@ -211,13 +211,17 @@ class DoomLoopWarning(msgspec.Struct, frozen=True, tag=True):
 
 class TurnCompleted(msgspec.Struct, frozen=True, tag=True):
     """The turn ended with an assistant message without tool calls; ``text`` is that last step's text
-    (the text of earlier steps, which called tools, is in their :class:`StepAnswered` events)."""
+    (the text of earlier steps, which called tools, is in their :class:`StepAnswered` events).
+    ``finish_reason`` is why the model stopped that last answer, as :class:`sampler.FinishReason` names it:
+    ``length`` when it ran into its output limit, so the answer may be cut short. A turn completed by a
+    resume from its stored answer, and a turn stored before the field existed, say ``stop``."""
 
     session: str
     turn: int
     text: str
     steps: int
     usage: TurnUsage = TurnUsage()
+    finish_reason: str = "stop"
 
 
 class TurnFailed(msgspec.Struct, frozen=True, tag=True):

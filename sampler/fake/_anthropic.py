@@ -27,7 +27,7 @@ from .faults import Fault
 from .script import Conversation
 
 _encode = msgspec.json.encode
-_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "content_filter": "refusal"}
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
 _PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 _MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 

@@ -9,7 +9,7 @@ import msgspec
 
 from .script import Conversation, FinalAnswer, Step
 
-Finish = Literal["stop", "tool_calls", "content_filter"]
+Finish = Literal["stop", "length", "tool_calls", "content_filter"]
 
 
 class ToolCallOut(msgspec.Struct, frozen=True):
@@ -43,7 +43,8 @@ def render(step: Step, conversation: Conversation, *, chunk_chars: int, id_prefi
     """The reply for `step`; tool call ids depend only on the conversation and the step."""
     if isinstance(step, FinalAnswer):
         pieces = _split_exact(step.text, step.chunks) if step.chunks else _split(step.text, chunk_chars)
-        return Reply(pieces, (), "stop", estimate_tokens(sum_len(pieces)))
+        finish: Finish = "length" if step.finish == "length" else "stop"
+        return Reply(pieces, (), finish, estimate_tokens(sum_len(pieces)))
     text_pieces = _split(step.text, chunk_chars)
     base = f"{conversation.key}:{len(conversation.user_texts)}:{conversation.tool_rounds}"
     calls = []

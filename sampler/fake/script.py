@@ -81,14 +81,18 @@ class FinalAnswer(msgspec.Struct, frozen=True):
 
     With `chunks=N` the answer streams as exactly N content chunks: the text is split evenly, and repeated
     first when it has fewer than N characters (so `FinalAnswer("x", chunks=20_000)` is a long answer).
+    With `finish="length"` the answer ends as one cut off by the output token limit.
     """
 
     text: str = "done"
     chunks: int | None = None
+    finish: str = "stop"
 
     def __post_init__(self) -> None:
         if self.chunks is not None and self.chunks < 1:
             raise ValueError(f"chunks must be at least 1, got {self.chunks}")
+        if self.finish not in ("stop", "length"):
+            raise ValueError(f"finish must be 'stop' or 'length', got {self.finish!r}")
 
 
 Step = ToolStep | FinalAnswer

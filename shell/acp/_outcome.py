@@ -4,6 +4,7 @@
 | ------------------------------------------------ | ---------------------------------------------- |
 | after a ``session/cancel`` was read for it       | ``cancelled``, whatever the outcome            |
 | ``TurnCancelled`` (any reason)                   | ``cancelled``                                  |
+| ``TurnCompleted``, last step stopped on length  | ``max_tokens``                                 |
 | ``TurnCompleted``                                | ``end_turn``                                   |
 | ``TurnFailed`` ``max_steps`` or ``doom_loop``    | ``max_turn_requests``                          |
 | ``TurnFailed`` ``context_overflow``              | ``max_tokens``                                 |
@@ -82,7 +83,7 @@ def outcome_of(event: ev.TurnCompleted | ev.TurnFailed | ev.TurnCancelled, *, ca
     if cancel_read or isinstance(event, ev.TurnCancelled):
         return Stop("cancelled")
     if isinstance(event, ev.TurnCompleted):
-        return Stop("end_turn")
+        return Stop("max_tokens" if event.finish_reason == "length" else "end_turn")
     kind = event.kind
     if kind in ("max_steps", "doom_loop"):
         return Stop("max_turn_requests")

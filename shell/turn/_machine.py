@@ -567,7 +567,13 @@ class TurnMachine:
         if self.cancelling is not None:
             return self._cancelled(self.cancelling, actions)
         if not answer.tool_calls:
-            done = ev.TurnCompleted(self.settings.session_id, self.number, answer.text, self.step)
+            done = ev.TurnCompleted(
+                self.settings.session_id,
+                self.number,
+                answer.text,
+                self.step,
+                finish_reason=str(message.finish_reason),
+            )
             return self._finish(done, actions)
         if answer.text:  # stored, so that the turn's stored events hold its whole text
             said = ev.StepAnswered(self.settings.session_id, self.number, self.step, answer.text)

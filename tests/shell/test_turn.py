@@ -62,6 +62,14 @@ def test_an_answer_without_tool_calls_completes_the_turn() -> None:
     assert m.ended and m.feed(completed(rid), 2.0) == []
 
 
+def test_a_completed_turn_says_why_its_last_answer_stopped() -> None:
+    m = machine()
+    rid = sampling(m)
+    answer = AssistantMessage(text="and then the")
+    actions = m.feed(Completed(rid, answer, None, FinishReason.LENGTH, 1), 1.0)
+    assert actions[-1] == tm.Finish(ev.TurnCompleted("s", 7, "and then the", 1, finish_reason="length"))
+
+
 def test_a_request_is_sent_with_a_probe_armed() -> None:
     m = machine(probe_after=30.0)
     rid = sampling(m)

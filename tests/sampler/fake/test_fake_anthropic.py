@@ -82,6 +82,13 @@ def test_tool_results_advance_the_task_and_a_new_user_message_restarts_it(start_
     assert again["stop_reason"] == "tool_use"
 
 
+def test_an_answer_cut_off_by_the_output_limit_stops_on_max_tokens(start_provider, http):
+    provider = start_provider(Script.task([FinalAnswer("and so the", finish="length")]))
+    answer = http.post(provider.base_url + "/messages", json=messages(user("go"), stream=False)).json()
+    assert answer["content"] == [{"type": "text", "text": "and so the"}]
+    assert answer["stop_reason"] == "max_tokens"
+
+
 def test_the_system_prompt_and_content_blocks_are_read(start_provider, http):
     provider = start_provider(scripts={"s": Script.text("from system")})
     body = messages(

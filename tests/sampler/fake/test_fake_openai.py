@@ -211,3 +211,15 @@ def test_the_official_client_streams_text_and_tool_calls(start_provider):
 def test_finalanswer_rejects_zero_chunks():
     with pytest.raises(ValueError):
         FinalAnswer("x", chunks=0)
+
+
+def test_finalanswer_rejects_a_finish_it_cannot_send():
+    with pytest.raises(ValueError):
+        FinalAnswer("x", finish="tool_calls")
+
+
+def test_an_answer_cut_off_by_the_output_limit_ends_with_length(start_provider, http, sse_json):
+    provider = start_provider(Script.task([FinalAnswer("and so the", finish="length")]))
+    chunks = sse_json(http.post(provider.base_url + "/chat/completions", json=chat(user("hi"))).text)
+    assert content_of(chunks) == "and so the"
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"

@@ -170,6 +170,15 @@ def test_failures_map_to_stop_reasons_and_errors_and_the_session_stays_usable(tm
     assert again["result"] == {"stopReason": "end_turn"}
 
 
+def test_an_answer_cut_off_by_the_output_limit_ends_max_tokens(tmp_path: Path) -> None:
+    cut = Script.task([FinalAnswer("and so the", finish="length")])
+    with running_agent(cut, tmp_path / "s.db") as (agent, _):
+        session = agent.new_session(tmp_path / "ws")
+        answer, before = agent.until_answer(agent.prompt(session, "tell me"))
+    assert answer["result"] == {"stopReason": "max_tokens"}
+    assert "".join(u["content"]["text"] for u in updates(before, "agent_message_chunk")) == "and so the"
+
+
 def test_refused_credentials_answer_authentication_required(tmp_path: Path) -> None:
     refused = FaultPlan.scripted([Fault.status(401)] * 4)
     with running_agent(Script.echo(), tmp_path / "s.db", "--max-attempts", "1", faults=refused) as (agent, _):

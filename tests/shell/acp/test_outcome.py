@@ -16,6 +16,8 @@ def failed(kind: str, message: str = "why") -> ev.TurnFailed:
     ("event", "expected"),
     [
         (ev.TurnCompleted("s1", 3, "done", 2), Stop("end_turn")),
+        (ev.TurnCompleted("s1", 3, "done", 2, finish_reason="length"), Stop("max_tokens")),
+        (ev.TurnCompleted("s1", 3, "done", 2, finish_reason="content_filter"), Stop("end_turn")),
         (ev.TurnCancelled("s1", 3, "user_cancelled"), Stop("cancelled")),
         (ev.TurnCancelled("s1", 3, "aborted"), Stop("cancelled")),
         (ev.TurnCancelled("s1", 3, "interrupted"), Stop("cancelled")),
@@ -29,7 +31,14 @@ def test_turn_ends_that_have_a_stop_reason(event: object, expected: Stop) -> Non
 
 
 @pytest.mark.parametrize(
-    "event", [ev.TurnCompleted("s1", 3, "done", 2), failed("max_steps"), failed("auth"), failed("rate_limit")]
+    "event",
+    [
+        ev.TurnCompleted("s1", 3, "done", 2),
+        ev.TurnCompleted("s1", 3, "done", 2, finish_reason="length"),
+        failed("max_steps"),
+        failed("auth"),
+        failed("rate_limit"),
+    ],
 )
 def test_any_end_after_the_cancel_was_read_is_cancelled(event: object) -> None:
     assert outcome_of(event, cancel_read=True) == Stop("cancelled")  # type: ignore[arg-type]
