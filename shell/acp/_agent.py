@@ -108,16 +108,42 @@ Write = Callable[[bytes], Awaitable[bool]]
 """Writes one line; False once the client's end is gone."""
 
 
+class _Forward:
+    """A session's events sent into the agent's event channel, until :meth:`detach`: a connection that let
+    the session go hears nothing more of it through this subscriber (one taken up again gets a new one)."""
+
+    def __init__(self, session_id: str, token: trio.lowlevel.TrioToken, send: trio.MemorySendChannel[Any]):
+        self._session_id = session_id
+        self._token = token
+        self._send = send
+        self._attached = True
+
+    def detach(self) -> None:
+        self._attached = False
+
+    def _deliver(self, event: Any) -> None:
+        if self._attached:
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                self._send.send_nowait((self._session_id, event))
+
+    def __call__(self, event: Any) -> None:
+        if self._attached:
+            with suppress(trio.RunFinishedError, RuntimeError):
+                self._token.run_sync_soon(self._deliver, event)
+
+
 @dataclass(slots=True)
 class _Session:
     id: str
     address: Any
     builder: UpdateBuilder
     mailbox: trio.MemorySendChannel[Callable[[], Awaitable[None]]]
+    forward: _Forward
     ledger: PromptLedger = field(default_factory=PromptLedger)
     current_turn: int | None = None
-    forward: Any = None
     mailbox_done: trio.Event = field(default_factory=trio.Event)
+    settled: trio.Event | None = None
+    """Set once nothing is owed to the session's prompts, for a connection letting the session go."""
 
 
 @dataclass(slots=True)
@@ -283,6 +309,7 @@ class AcpAgent:
         "session/resume": "_resume",
         "session/list": "_list",
         "session/close": "_close_session",
+        "session/delete": "_delete_session",
     }
 
     async def _request(self, message: Request) -> None:
@@ -345,7 +372,9 @@ class AcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
                 mcp_capabilities=McpCapabilities(),
-                session_capabilities=SessionCapabilities(list=Empty(), resume=Empty(), close=Empty()),
+                session_capabilities=SessionCapabilities(
+                    list=Empty(), resume=Empty(), close=Empty(), delete=Empty()
+                ),
             ),
             agent_info=Implementation(name="turnkeep", title="turnkeep", version=_version()),
         )
@@ -372,11 +401,11 @@ class AcpAgent:
         return NewSessionResponse(session_id=session_id)
 
     async def _attach(
-        self, session_id: str, address: Any, *, subscribed: bool, forward: Any = None
+        self, session_id: str, address: Any, *, subscribed: bool, forward: _Forward | None = None
     ) -> _Session:
         send, receive = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
-        session = _Session(session_id, address, UpdateBuilder(self._window, self._max_text), send)
-        session.forward = forward or self._forwarder(session_id)
+        builder = UpdateBuilder(self._window, self._max_text)
+        session = _Session(session_id, address, builder, send, forward or self._forwarder(session_id))
         self._sessions[session_id] = session
         assert self._nursery is not None
         self._nursery.start_soon(self._run_mailbox, receive, session.mailbox_done)
@@ -386,20 +415,9 @@ class AcpAgent:
             )
         return session
 
-    def _forwarder(self, session_id: str) -> Callable[[Any], None]:
-        token = self._token
-        send = self._events_in
-        assert token is not None
-
-        def deliver(event: Any) -> None:
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                send.send_nowait((session_id, event))
-
-        def forward(event: Any) -> None:
-            with suppress(trio.RunFinishedError, RuntimeError):
-                token.run_sync_soon(deliver, event)
-
-        return forward
+    def _forwarder(self, session_id: str) -> _Forward:
+        assert self._token is not None
+        return _Forward(session_id, self._token, self._events_in)
 
     async def _record(self, session_id: str) -> Any:
         """The stored record of a session that can be taken up; :class:`RpcError` -32002 for one the store
@@ -473,17 +491,38 @@ class AcpAgent:
         )
 
     async def _close_session(self, raw: msgspec.Raw, _: RequestId) -> Empty:
-        params = decode_params(raw, CloseSessionRequest)
-        if params.session_id not in self._sessions:
-            await self._record(params.session_id)
-        session = self._sessions.pop(params.session_id, None)
-        if session is not None:
-            session.ledger.cancel()
-        await trio.to_thread.run_sync(self._host.close, params.session_id)
-        if session is not None:
-            session.mailbox.close()
-            await self._answer_prompts(session.ledger.drain())
+        session_id = decode_params(raw, CloseSessionRequest).session_id
+        if await self._let_go(session_id):
+            await trio.to_thread.run_sync(self._host.passivate, session_id)
         return Empty()
+
+    async def _delete_session(self, raw: msgspec.Raw, _: RequestId) -> Empty:
+        session_id = decode_params(raw, CloseSessionRequest).session_id
+        await self._let_go(session_id)
+        await trio.to_thread.run_sync(self._host.close, session_id)
+        return Empty()
+
+    async def _let_go(self, session_id: str) -> bool:
+        """Cancel what the session is doing for this connection (as ``session/cancel``), wait (at most the
+        abort grace and a second) for each of its prompts to be answered, answer those left ``cancelled``,
+        and stop hearing it. False when the session was not open on this connection (it is checked to be
+        one the store holds and may take up: :class:`RpcError` -32002 otherwise)."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            await self._record(session_id)
+            return False
+        if session.ledger.owed:
+            session.settled = trio.Event()
+            self._cancel(session, None)
+            with trio.move_on_after(self._settings.abort_grace + 1.0):
+                await session.settled.wait()
+        self._sessions.pop(session_id, None)
+        session.forward.detach()
+        session.mailbox.close()
+        await self._answer_prompts(session.ledger.drain())
+        with trio.move_on_after(1.0):
+            await session.mailbox_done.wait()  # every call mailed to the session was made
+        return True
 
     async def _prompt(self, message: Request) -> None:
         params = decode_params(message.params, PromptRequest)
@@ -508,8 +547,10 @@ class AcpAgent:
                         message.id, INTERNAL_ERROR, f"the session did not take the prompt: {error}", data
                     )
                     await self._answer(message.id, line)
+                _note_settled(session)
                 return
             await self._answer_prompts(session.ledger.acknowledge(message.id, int(turn)))
+            _note_settled(session)
 
         self._mail(session, send)
 
@@ -569,6 +610,7 @@ class AcpAgent:
             if session.current_turn == event.turn:
                 session.current_turn = None
             await self._answer_prompts(session.ledger.turn_ended(event))
+            _note_settled(session)
 
     async def _ask_permission(self, session: _Session, request: PermissionRequested, params: Any) -> None:
         self._asking += 1
@@ -627,6 +669,12 @@ class AcpAgent:
                 await session.mailbox_done.wait()  # what was mailed is told before the loop ends
         for request_id in list(self._owed):
             await self._answer(request_id, encode_error(request_id, INTERNAL_ERROR, "the agent stopped"))
+
+
+def _note_settled(session: _Session) -> None:
+    """Tell a connection letting ``session`` go that nothing is owed to its prompts any more."""
+    if session.settled is not None and not session.ledger.owed:
+        session.settled.set()
 
 
 def _prompt_parts(blocks: list[Any]) -> tuple[str, tuple[Any, ...]]:

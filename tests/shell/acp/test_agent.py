@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sampler import AssistantMessage
 from sampler.fake import Fault, FaultPlan, FinalAnswer, Script, ToolStep
+from shell.store import SessionStore
 from tests.shell.acp._agent_process import running_agent, updates
 
 WRITE = Script.task([ToolStep([("write_file", {"path": "a.txt", "content": "hi"})]), FinalAnswer("Done.")])
@@ -21,7 +23,7 @@ def test_initialize_offers_load_list_resume_close_images_and_embedded_context(tm
     capabilities = result["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert capabilities["promptCapabilities"] == {"image": True, "embeddedContext": True}
-    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close"}
+    assert set(capabilities["sessionCapabilities"]) == {"list", "resume", "close", "delete"}
     assert result["agentInfo"]["name"] == "turnkeep"
 
 
@@ -251,17 +253,52 @@ def test_load_replays_the_stored_history_in_order_before_its_answer(tmp_path: Pa
     assert missing["error"]["code"] == -32002
 
 
-def test_close_ends_the_session_and_resume_continues_a_stored_one(tmp_path: Path) -> None:
+def test_close_cancels_the_running_turn_and_the_session_can_be_taken_up_again(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    hang = FaultPlan.scripted([Fault.stall(hang=True, after_chunks=4)] * 4)
+    with running_agent(Script.text("a long answer " * 50, chunks=20), store, faults=hang) as (agent, _):
+        session = agent.new_session(tmp_path / "ws")
+        running = agent.prompt(session, "talk")
+        queued = agent.prompt(session, "and again")
+        while not updates([agent.next()], "agent_message_chunk"):
+            pass
+        closed = agent.request("session/close", {"sessionId": session})
+        answers: dict[int, dict[str, Any]] = {}
+        while len(answers) < 3:
+            line = agent.next()
+            if "id" in line and "method" not in line:
+                answers[line["id"]] = line
+        assert answers[running]["result"] == {"stopReason": "cancelled"}
+        assert answers[queued]["result"] == {"stopReason": "cancelled"}
+        assert answers[closed]["result"] == {}
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}
+        assert agent.call("session/prompt", prompt)["error"]["code"] == -32002  # not open here any more
+        listed = agent.call("session/list", {})["result"]["sessions"]
+        assert [s["sessionId"] for s in listed] == [session]
+        assert agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+    with running_agent(Script.echo(), store) as (agent, _):
+        assert agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+        prompted, seen = agent.until_answer(agent.prompt(session, "hi again"))
+    assert prompted["result"] == {"stopReason": "end_turn"}
+    text = "".join(u["content"]["text"] for u in updates(seen, "agent_message_chunk"))
+    assert text == "echo: hi again", "the cancelled prompts did not run later"
+
+
+def test_delete_removes_the_session_from_the_list_and_nothing_takes_it_up(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     with running_agent(Script.echo(), store) as (agent, _):
+        assert "delete" in agent.initialize()["agentCapabilities"]["sessionCapabilities"]
         kept = agent.new_session(tmp_path / "ws")
-        closed = agent.new_session(tmp_path / "ws")
-        assert agent.call("session/close", {"sessionId": closed})["result"] == {}
-        gone = {"sessionId": closed, "cwd": str(tmp_path / "ws"), "mcpServers": []}
+        deleted = agent.new_session(tmp_path / "ws")
+        agent.until_answer(agent.prompt(deleted, "remember this"))
+        assert agent.call("session/delete", {"sessionId": deleted})["result"] == {}
+        gone = {"sessionId": deleted, "cwd": str(tmp_path / "ws"), "mcpServers": []}
         assert agent.call("session/load", gone)["error"]["code"] == -32002
         assert agent.call("session/resume", gone)["error"]["code"] == -32002
+        assert agent.call("session/delete", {"sessionId": deleted})["error"]["code"] == -32002
+        assert agent.call("session/delete", {"sessionId": "nosuch"})["error"]["code"] == -32002
         answer = agent.call(
-            "session/prompt", {"sessionId": closed, "prompt": [{"type": "text", "text": "x"}]}
+            "session/prompt", {"sessionId": deleted, "prompt": [{"type": "text", "text": "x"}]}
         )
         assert answer["error"]["code"] == -32002
     with running_agent(Script.echo(), store) as (agent, _):
@@ -271,6 +308,9 @@ def test_close_ends_the_session_and_resume_continues_a_stored_one(tmp_path: Path
         prompted, replay = agent.until_answer(agent.prompt(kept, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
     assert not updates(replay, "user_message_chunk")
+    with SessionStore(store) as kept_store:  # deleted from the editor's list, not erased
+        assert kept_store.get_session(deleted).status == "closed"
+        assert kept_store.load_messages(deleted)[-1].message == AssistantMessage("echo: remember this")
 
 
 def test_a_five_megabyte_image_and_a_huge_tool_output_do_not_break_framing(tmp_path: Path) -> None:
