@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from tool_bridge.mcp import (
     MCP_CHILD,
     McpServerHandle,
     McpServers,
+    McpServerSettings,
     McpServerState,
     ReconnectMcp,
     ServerStatus,
@@ -192,19 +193,34 @@ class AgentHost:
     # -- sessions ------------------------------------------------------------------------------------
 
     def open(
-        self, workspace: str | Path, *, session_id: str | None = None, priority: Priority = "interactive"
+        self,
+        workspace: str | Path,
+        *,
+        session_id: str | None = None,
+        priority: Priority = "interactive",
+        mcp_servers: Mapping[str, McpServerSettings] | None = None,
     ) -> Address:
         """Start a new session in ``workspace`` and return its address (the session's mailbox).
         ``priority`` is its place at the provider gate: ``interactive`` requests go before
-        ``background`` ones, which still progress as they wait."""
+        ``background`` ones, which still progress as they wait. ``mcp_servers`` are MCP servers of this
+        session alone, run as session-scope ones (an editor's own servers, say); they are not stored, so a
+        later :meth:`resume` in another process is given them again. Raises
+        :class:`~tool_bridge.mcp.McpSettingsError` (before anything is stored) for a server name taken by a
+        configured server or not fit to name one, and :class:`~tool_bridge.mcp.McpNotInstalled` without
+        the ``mcp`` extra."""
         self._check_open()
         session_id = session_id or uuid.uuid4().hex[:12]
         self._path(session_id)
+        self._check_servers(mcp_servers)
         path = Path(workspace).resolve()
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
         self.store.take_session(session_id)
-        return self._activate(session_id, path, priority, Lineage(session_id))
+        return self._activate(session_id, path, priority, Lineage(session_id), mcp_servers)
+
+    def _check_servers(self, servers: Mapping[str, McpServerSettings] | None) -> None:
+        if servers:
+            self.mcp.session_handles(servers)
 
     def resume(
         self,
@@ -213,6 +229,7 @@ class AgentHost:
         priority: Priority = "interactive",
         archived: bool = False,
         subscribers: Iterable[Any] = (),
+        mcp_servers: Mapping[str, McpServerSettings] | None = None,
     ) -> Address:
         """The address of a stored session, started from the store if it is not running. Raises
         :class:`HostError` for a session the store does not have, one that was closed, and one that is
@@ -222,9 +239,12 @@ class AgentHost:
         A turn its process did not live to end goes on from its stored steps (``TurnResumed``), or ends
         ``interrupted`` when it may not be resumed (``host.resume_interrupted_turns``,
         ``host.max_resumes_per_turn``). ``subscribers`` are subscribed before the session starts, so they
-        hear that too (for a session already running they are subscribed as by :meth:`subscribe`)."""
+        hear that too (for a session already running they are subscribed as by :meth:`subscribe`).
+        ``mcp_servers`` are as for :meth:`open`; they are taken only by a session not open in this host
+        yet (one that is keeps the servers it was opened with)."""
         self._check_open()
         self._path(session_id)
+        self._check_servers(mcp_servers)
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None and self.store.owns(session_id):
@@ -248,7 +268,7 @@ class AgentHost:
             record = self.store.unarchive_session(session_id)
         # From now on a host that had the session (one presumed dead, say) writes nothing more to it.
         self.store.take_session(session_id)
-        address = self._activate(session_id, Path(record.workspace), priority)
+        address = self._activate(session_id, Path(record.workspace), priority, mcp_servers=mcp_servers)
         with self._lock:
             session = self._sessions[session_id]
         if subscribers:
@@ -559,7 +579,12 @@ class AgentHost:
         return self.system.address(self._path(session_id).member("session"))
 
     def _activate(
-        self, session_id: str, workspace: Path, priority: Priority, lineage: Lineage | None = None
+        self,
+        session_id: str,
+        workspace: Path,
+        priority: Priority,
+        lineage: Lineage | None = None,
+        mcp_servers: Mapping[str, McpServerSettings] | None = None,
     ) -> Address:
         """The session's address, its subtree to start with its first message; its ``lineage`` is read from
         the store when it is built, unless given."""
@@ -567,7 +592,9 @@ class AgentHost:
             session = self._sessions.get(session_id)
             if session is None:
                 session = self._sessions[session_id] = OpenSession(
-                    session_id, workspace, lambda: self._build(session_id, workspace, priority, lineage)
+                    session_id,
+                    workspace,
+                    lambda: self._build(session_id, workspace, priority, lineage, mcp_servers),
                 )
         # The subtree starts with the first message to the session, as after a passivation: opening
         # thousands of sessions starts no thread.
@@ -575,7 +602,14 @@ class AgentHost:
         address.set_activator(lambda _: self._reactivate(session_id))
         return address
 
-    def _build(self, session_id: str, workspace: Path, priority: Priority, lineage: Lineage | None) -> Built:
+    def _build(
+        self,
+        session_id: str,
+        workspace: Path,
+        priority: Priority,
+        lineage: Lineage | None,
+        mcp_servers: Mapping[str, McpServerSettings] | None,
+    ) -> Built:
         s = self.settings
         if lineage is None:
             lineage = lineage_of(self.store, session_id, s)
@@ -591,7 +625,7 @@ class AgentHost:
                 queued_after=s.provider.limits.queued_after,
                 shortcut=self._gate_shortcut,
             )
-        servers = self.mcp.session_handles()
+        servers = self.mcp.session_handles(mcp_servers)
         runtime: SessionRuntime | None = None
 
         def turn_in_flight() -> int:

@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from tool_bridge import PermissionRequested
+from tool_bridge.mcp import McpNotInstalled, McpServerSettings, require_sdk
 
 from .. import events as ev
 from ..host import AgentHost, HostError
@@ -51,6 +52,7 @@ from ._jsonrpc import (
     parse_message,
 )
 from ._ledger import Answer, PromptLedger
+from ._mcp import client_servers
 from ._outcome import Failure, failure_data
 from ._permissions import decision_from_answer, denial
 from ._schema import (
@@ -371,7 +373,7 @@ class AcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
-                mcp_capabilities=McpCapabilities(),
+                mcp_capabilities=McpCapabilities(http=True),
                 session_capabilities=SessionCapabilities(
                     list=Empty(), resume=Empty(), close=Empty(), delete=Empty()
                 ),
@@ -379,24 +381,39 @@ class AcpAgent:
             agent_info=Implementation(name="turnkeep", title="turnkeep", version=_version()),
         )
 
-    def _check_cwd(self, cwd: str, servers: list[dict[str, Any]]) -> Path:
+    def _check_cwd(self, cwd: str) -> Path:
         path = Path(cwd)
         if not path.is_absolute():
             raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}")
-        if servers:
-            names = ", ".join(str(server.get("name", "?")) for server in servers)
-            logger.warning(
-                "MCP servers passed by the client are not started (%s); configure them in turnkeep", names
-            )
         return path
+
+    def _servers(self, raw: list[dict[str, Any]]) -> dict[str, McpServerSettings]:
+        """The session-scope settings of the client's MCP servers (see :mod:`._mcp`); none, with a warning,
+        without the ``mcp`` extra."""
+        if not raw:
+            return {}
+        given = client_servers(raw, taken=self._host.settings.mcp_servers)
+        for warning in given.warnings:
+            logger.warning("%s", warning)
+        if given.servers:
+            try:
+                require_sdk()
+            except McpNotInstalled as error:
+                names = ", ".join(given.servers)
+                logger.warning("the client's MCP servers are not started (%s): %s", names, error)
+                return {}
+        return given.servers
 
     async def _new(self, raw: msgspec.Raw, _: RequestId) -> NewSessionResponse:
         params = decode_params(raw, NewSessionRequest)
-        path = self._check_cwd(params.cwd, params.mcp_servers)
+        path = self._check_cwd(params.cwd)
+        servers = self._servers(params.mcp_servers)
         if path.exists() and not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"cwd {params.cwd!r} is not a directory")
         session_id = uuid.uuid4().hex[:12]
-        address = await trio.to_thread.run_sync(lambda: self._host.open(path, session_id=session_id))
+        address = await trio.to_thread.run_sync(
+            lambda: self._host.open(path, session_id=session_id, mcp_servers=servers)
+        )
         await self._attach(session_id, address, subscribed=False)
         return NewSessionResponse(session_id=session_id)
 
@@ -437,7 +454,8 @@ class AcpAgent:
 
     async def _load(self, raw: msgspec.Raw, _: RequestId) -> Empty:
         params = decode_params(raw, LoadSessionRequest)
-        self._check_cwd(params.cwd, params.mcp_servers)
+        self._check_cwd(params.cwd)
+        servers = self._servers(params.mcp_servers)
         _, events = await self._stored(params.session_id)
         known = self._sessions.get(params.session_id)
         builder = UpdateBuilder(self._window, self._max_text)
@@ -445,20 +463,23 @@ class AcpAgent:
         for update in builder.replay(events, running_turn=running):
             await self._update(params.session_id, update)
         if known is None:
-            await self._take_up(params.session_id)
+            await self._take_up(params.session_id, servers)
         return Empty()
 
     async def _resume(self, raw: msgspec.Raw, _: RequestId) -> Empty:
         params = decode_params(raw, ResumeSessionRequest)
-        self._check_cwd(params.cwd, params.mcp_servers)
+        self._check_cwd(params.cwd)
+        servers = self._servers(params.mcp_servers)
         if params.session_id not in self._sessions:
             await self._record(params.session_id)
-            await self._take_up(params.session_id)
+            await self._take_up(params.session_id, servers)
         return Empty()
 
-    async def _take_up(self, session_id: str) -> None:
+    async def _take_up(self, session_id: str, servers: dict[str, McpServerSettings]) -> None:
         forward = self._forwarder(session_id)
-        address = await trio.to_thread.run_sync(lambda: self._host.resume(session_id, subscribers=[forward]))
+        address = await trio.to_thread.run_sync(
+            lambda: self._host.resume(session_id, subscribers=[forward], mcp_servers=servers)
+        )
         await self._attach(session_id, address, subscribed=True, forward=forward)
 
     async def _list(self, raw: msgspec.Raw, _: RequestId) -> ListSessionsResponse:

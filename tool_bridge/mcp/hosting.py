@@ -9,6 +9,8 @@ import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+import msgspec
+
 from actors import ActorSystem, Address, ChaosPolicy, ChildSpec
 from tool_bridge.mcp.actor import mcp_supervisor_spec, require_sdk
 from tool_bridge.mcp.errors import McpSettingsError
@@ -23,6 +25,7 @@ MCP_CHILD = "mcp"
 """The name of the supervisor of MCP servers, under the host and in a session subtree."""
 
 _SETTLE_SLACK = 5.0
+_BAD_NAME = "a server name is 1-32 letters, digits, '_' or '-' without '__'"
 
 
 class McpServers:
@@ -41,10 +44,7 @@ class McpServers:
     ) -> None:
         for name in servers:
             if not server_name_ok(name):
-                raise McpSettingsError(
-                    "a server name is 1-32 letters, digits, '_' or '-' without '__'",
-                    key=f"mcp_servers.{name}",
-                )
+                raise McpSettingsError(_BAD_NAME, key=f"mcp_servers.{name}")
         enabled = {name: each for name, each in servers.items() if each.enabled}
         if enabled:
             require_sdk()
@@ -79,9 +79,25 @@ class McpServers:
         host's variables without its credentials); a server's own ``env`` is set over it."""
         self._session_environ = dict(environ)
 
-    def session_handles(self) -> tuple[McpServerHandle, ...]:
-        """New handles for one session's own servers."""
-        return tuple(McpServerHandle(n, s) for n, s in self._per_session.items())
+    def session_handles(
+        self, extra: Mapping[str, McpServerSettings] | None = None
+    ) -> tuple[McpServerHandle, ...]:
+        """New handles for one session's own servers: the configured session-scope ones and ``extra``
+        (servers given for this session alone, each run as a session-scope one). Raises
+        `McpSettingsError` for an ``extra`` name that is not a server name or is a configured server's,
+        and `McpNotInstalled` when an ``extra`` server is enabled but the ``mcp`` SDK is missing."""
+        servers = dict(self._per_session)
+        for name, each in (extra or {}).items():
+            if not server_name_ok(name):
+                raise McpSettingsError(_BAD_NAME, key=f"mcp_servers.{name}")
+            if name in servers or any(handle.name == name for handle in self.host_handles):
+                raise McpSettingsError(
+                    f"a server named {name!r} is configured already", key=f"mcp_servers.{name}"
+                )
+            if each.enabled:
+                require_sdk()
+                servers[name] = msgspec.structs.replace(each, scope="session")
+        return tuple(McpServerHandle(n, s) for n, s in servers.items())
 
     def session_spec(self, handles: Sequence[McpServerHandle], workspace: Path) -> ChildSpec | None:
         """The supervisor of a session's own servers (started in its workspace), or None without any."""

@@ -4,6 +4,7 @@ the protocol's v1 schema."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from sampler import AssistantMessage
 from sampler.fake import Fault, FaultPlan, FinalAnswer, Script, ToolStep
 from shell.store import SessionStore
 from tests.shell.acp._agent_process import running_agent, updates
+from tests.tool_bridge.mcp.conftest import FIXTURE, alive, read_pid
 
 WRITE = Script.task([ToolStep([("write_file", {"path": "a.txt", "content": "hi"})]), FinalAnswer("Done.")])
 
@@ -275,9 +277,13 @@ def test_close_cancels_the_running_turn_and_the_session_can_be_taken_up_again(tm
         assert agent.call("session/prompt", prompt)["error"]["code"] == -32002  # not open here any more
         listed = agent.call("session/list", {})["result"]["sessions"]
         assert [s["sessionId"] for s in listed] == [session]
-        assert agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+        assert (
+            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+        )
     with running_agent(Script.echo(), store) as (agent, _):
-        assert agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+        assert (
+            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+        )
         prompted, seen = agent.until_answer(agent.prompt(session, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
     text = "".join(u["content"]["text"] for u in updates(seen, "agent_message_chunk"))
@@ -311,6 +317,34 @@ def test_delete_removes_the_session_from_the_list_and_nothing_takes_it_up(tmp_pa
     with SessionStore(store) as kept_store:  # deleted from the editor's list, not erased
         assert kept_store.get_session(deleted).status == "closed"
         assert kept_store.load_messages(deleted)[-1].message == AssistantMessage("echo: remember this")
+
+
+def test_the_editors_mcp_servers_run_for_its_session_and_end_with_the_agent(tmp_path: Path) -> None:
+    pidfile = tmp_path / "server.pid"
+    script = Script.task([ToolStep([("fixture__echo", {"text": "from the editor"})]), FinalAnswer("echoed")])
+    server = {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": [str(FIXTURE), "--pidfile", str(pidfile)],
+        "env": [],
+    }
+    sse = {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+    with running_agent(script, tmp_path / "s.db") as (agent, _):
+        assert agent.initialize()["agentCapabilities"]["mcpCapabilities"]["http"] is True
+        opened = agent.call("session/new", {"cwd": str(tmp_path / "ws"), "mcpServers": [server, sse]})
+        session = opened["result"]["sessionId"]
+        answer, before = agent.until_answer(agent.prompt(session, "echo it"))
+        pid = read_pid(pidfile)
+        assert Path(f"/proc/{pid}/cwd").resolve() == (tmp_path / "ws").resolve()
+        bad = agent.call(
+            "session/new", {"cwd": str(tmp_path / "ws"), "mcpServers": [{"name": "x", "command": "rel"}]}
+        )
+    assert answer["result"] == {"stopReason": "end_turn"}
+    finals = [u for u in updates(before, "tool_call_update") if u.get("status") == "completed"]
+    assert len(finals) == 1 and "from the editor" in finals[0]["content"][0]["content"]["text"]
+    assert bad["error"]["code"] == -32602
+    assert b"not started: it speaks SSE" in agent.stderr
+    assert not alive(pid), "the session's server ended with the agent"
 
 
 def test_a_five_megabyte_image_and_a_huge_tool_output_do_not_break_framing(tmp_path: Path) -> None:

@@ -52,8 +52,8 @@ class FakeHost:
         self.address = FakeAddress()
         self.opened: list[str] = []
 
-    def open(self, workspace: Any, *, session_id: str | None = None) -> FakeAddress:
-        assert session_id is not None
+    def open(self, workspace: Any, *, session_id: str | None = None, mcp_servers: Any = None) -> FakeAddress:
+        assert session_id is not None and not mcp_servers
         self.opened.append(session_id)
         return self.address
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from sampler import ToolMessage
 from sampler.fake import FakeProvider, FinalAnswer, Script, ToolStep
@@ -22,7 +23,7 @@ from tests.shell._settings import settings_for
 from tests.shell.test_host import KEY
 from tests.tool_bridge.mcp.conftest import alive, fixture_settings, read_pid
 from tool_bridge import Idempotency, builtin_registry
-from tool_bridge.mcp import McpServerSettings
+from tool_bridge.mcp import McpServers, McpServerSettings, McpSettingsError
 
 TIME_SERVER = Path(sys.executable).with_name("mcp-server-time")
 
@@ -144,3 +145,27 @@ def test_the_configured_idempotency_classes_reach_a_sessions_tools_and_change_no
         "fx__die": Idempotency.SIDE_EFFECTING,
     }
     assert b"fx__echo" in offered and offered == unconfigured
+
+
+def test_servers_given_for_one_session_run_as_its_own_beside_the_configured_ones() -> None:
+    servers = McpServers({"shared": fixture_settings(), "own": fixture_settings(scope="session")})
+    given = {"editor": fixture_settings()}  # scope "host" as given: a session's servers are its own
+    handles = servers.session_handles(given)
+    assert [(h.name, h.settings.scope) for h in handles] == [("own", "session"), ("editor", "session")]
+    assert [h.name for h in servers.session_handles()] == ["own"], "given servers are for that session alone"
+    for taken in ("shared", "own"):
+        with pytest.raises(McpSettingsError, match="configured already"):
+            servers.session_handles({taken: fixture_settings()})
+    with pytest.raises(McpSettingsError, match="1-32 letters"):
+        servers.session_handles({"a__b": fixture_settings()})
+
+
+def test_a_session_opened_with_a_taken_server_name_is_refused_before_anything_is_stored(
+    tmp_path: Path,
+) -> None:
+    with FakeProvider(Script.echo()) as provider:
+        settings = settings_for(provider, tmp_path)
+        with AgentHost(settings.replace(mcp_servers={"fx": fixture_settings()}), credentials=KEY) as host:  # type: ignore[arg-type]
+            with pytest.raises(McpSettingsError):
+                host.open(tmp_path / "ws", session_id="s1", mcp_servers={"fx": fixture_settings()})
+            assert host.list_sessions() == []
