@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tool_bridge import PermissionDecision
+    from tool_bridge import PermissionDecision, SetPermissionMode
 
     from ._extras import MissingExtra
     from .config import ConfigError, Settings, load_settings
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     )
     from .facade import AsyncHost, AsyncSession, Host, HostBackend, Session, open_host
     from .host import AgentHost, HostError
-    from .messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+    from .messages import Cancel, SetModel, Subscribe, Unsubscribe, UserPrompt
     from .session import SessionChaos
     from .store import SessionRecord, SessionStore, StoreError, StoreUnavailable, open_store
     from .usage import ChildUsage, Price, TokenUsage, TurnUsage
@@ -89,6 +89,8 @@ __all__ = [
     "SessionEvent",
     "SessionRecord",
     "SessionStore",
+    "SetModel",
+    "SetPermissionMode",
     "Settings",
     "StaticKey",
     "StepAnswered",
@@ -148,6 +150,8 @@ _HOMES: dict[str, str] = {
     "SessionEvent": ".events",
     "SessionRecord": ".store",
     "SessionStore": ".store",
+    "SetModel": ".messages",
+    "SetPermissionMode": "tool_bridge",
     "Settings": ".config",
     "StaticKey": ".credentials",
     "StepAnswered": ".events",

@@ -62,6 +62,7 @@ def session_options(settings: Settings, session_id: str) -> SessionOptions:
         min_shrink=s.compaction.min_shrink,
         step_probe_after=s.timeouts.connect + s.timeouts.idle,
         price=s.pricing.get(s.provider.model),
+        prices=s.pricing,
         resume_interrupted_turns=s.host.resume_interrupted_turns,
         max_resumes_per_turn=s.host.max_resumes_per_turn,
     )

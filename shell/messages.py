@@ -1,7 +1,7 @@
 """The mailbox API of a session: what a host or an application sends to a session's Address.
 
-A session also takes :class:`tool_bridge.PermissionDecision`, the answer to a permission request, defined
-with the permissions.
+A session also takes :class:`tool_bridge.PermissionDecision`, the answer to a permission request, and
+:class:`tool_bridge.SetPermissionMode`, defined with the permissions.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import msgspec
 
 from sampler import ImagePart
 
-__all__ = ["Cancel", "Subscribe", "Unsubscribe", "UserPrompt"]
+__all__ = ["Cancel", "SetModel", "Subscribe", "Unsubscribe", "UserPrompt"]
 
 
 class UserPrompt(msgspec.Struct, frozen=True, tag=True):
@@ -41,3 +41,12 @@ class Unsubscribe(msgspec.Struct, frozen=True, tag=True):
     """Stop the events of :class:`Subscribe`."""
 
     subscriber: Any
+
+
+class SetModel(msgspec.Struct, frozen=True, tag=True):
+    """Ask the provider for ``model`` from the session's next turn on (a turn in flight keeps its model),
+    priced as the config's ``[pricing]`` prices it. It lasts while the session runs in this process; a
+    session started again uses the configured model. Asked, it answers with the model the next turn
+    uses; an empty name is refused (``ValueError``)."""
+
+    model: str

@@ -8,9 +8,11 @@ A call is checked in this order, and the first step that decides wins:
 2. A ``deny`` is final.
 3. Pre-tool hooks run in order; a hook returning a string denies the call with it as the reason, and a
    hook that raises denies it too.
-4. An ``ask`` becomes ``allow`` when a session grant matches; otherwise the host must answer.
+4. An ``ask`` becomes ``allow`` when a session grant matches.
+5. What is left to ask is settled by the session's `PermissionMode`: ``ask`` (the host must answer),
+   ``allow`` (allowed without asking) or ``deny`` (denied without asking).
 
-Grants answer questions; they never override a ``deny`` rule or a hook.
+Grants and the mode answer questions; they never override a ``deny`` rule or a hook.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ __all__ = [
     "DecisionSlot",
     "PermissionConfigError",
     "PermissionDecision",
+    "PermissionMode",
     "PermissionPolicy",
     "PermissionRequested",
     "PermissionRule",
     "PreToolHook",
+    "SetPermissionMode",
     "Subject",
     "await_decision",
     "denied_outcome",
@@ -47,6 +51,10 @@ __all__ = [
 
 Action = Literal["allow", "deny", "ask"]
 _ACTIONS: frozenset[str] = frozenset({"allow", "deny", "ask"})
+
+PermissionMode = Literal["ask", "allow", "deny"]
+"""What becomes of a call that no rule, hook or grant settled: asked about, allowed, or denied."""
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("ask", "allow", "deny")
 
 PreToolHook = Callable[[str, object], str | None]
 """Called with ``(tool_name, args)`` before a call runs: a returned string denies it with that reason."""
@@ -115,6 +123,13 @@ class PermissionRequested(msgspec.Struct, frozen=True, tag=True):
     reason: str
 
 
+class SetPermissionMode(msgspec.Struct, frozen=True, tag=True):
+    """Told to a session (and by it to its tools): settle the calls that would be asked about as ``mode``
+    says, from the next call checked on. Calls already waiting for an answer still wait for it."""
+
+    mode: PermissionMode
+
+
 class PermissionDecision(msgspec.Struct, frozen=True, tag=True):
     """The host's answer to a `PermissionRequested`.
 
@@ -172,6 +187,19 @@ class PermissionPolicy:
         self._hooks = list(hooks)
         self._workspace = None if workspace is None else os.path.realpath(workspace)
         self._grants: list[PermissionRule] = []
+        self._mode: PermissionMode = "ask"
+
+    @property
+    def mode(self) -> PermissionMode:
+        """What becomes of the calls that would be asked about (``ask`` until :meth:`set_mode`)."""
+        return self._mode
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        """Settle the calls that would be asked about as ``mode`` says. Raises `PermissionConfigError`
+        for a mode that is not one of ``ask``, ``allow``, ``deny``."""
+        if mode not in PERMISSION_MODES:
+            raise PermissionConfigError(f"the permission mode is one of ask, allow, deny; got {mode!r}")
+        self._mode = mode
 
     @property
     def rules(self) -> tuple[PermissionRule, ...]:
@@ -216,6 +244,10 @@ class PermissionPolicy:
             grant = next((each for each in self._grants if self._matches(each, tool, args)), None)
             if grant is not None:
                 return Decision("allow", f"granted for the session (`{_rule_text(grant)}`)")
+            if self._mode == "allow":
+                return Decision("allow", f"{reason}; the session's permission mode allows it without asking")
+            if self._mode == "deny":
+                return Decision("deny", f"{reason}; the session's permission mode denies it without asking")
         return Decision(action, reason)
 
     def resolve(self, tool: str, answer: PermissionDecision) -> Decision:

@@ -54,6 +54,7 @@ from tool_bridge.permissions import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequested,
+    SetPermissionMode,
     denied_outcome,
 )
 from tool_bridge.results import ToolOutcome, ToolResultError, ToolStatus
@@ -202,6 +203,13 @@ class ToolSupervisor(Supervisor):
             batch.grace = self._later(self._settings.abort_grace, GraceOver(batch.serial))
             batch.kill = self._later(self._settings.kill_after, KillDue(batch.serial))
         self._advance(batch)
+
+    @handles(SetPermissionMode)
+    def _on_permission_mode(self, message: SetPermissionMode) -> None:
+        try:
+            self._policy.set_mode(message.mode)
+        except PermissionConfigError as exc:
+            raise Refuse(exc) from exc
 
     @handles(PermissionDecision)
     def _on_permission(self, message: PermissionDecision) -> None:

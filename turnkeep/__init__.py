@@ -135,6 +135,8 @@ from shell import (
     SessionEvent,
     SessionRecord,
     SessionStore,
+    SetModel,
+    SetPermissionMode,
     Settings,
     StaticKey,
     StepAnswered,
@@ -228,6 +230,8 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     # what a session's mailbox takes
     "Cancel",
     "PermissionDecision",
+    "SetModel",
+    "SetPermissionMode",
     "Subscribe",
     "Unsubscribe",
     "UserPrompt",

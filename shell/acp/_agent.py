@@ -24,13 +24,14 @@ from typing import Any
 import msgspec
 import trio
 
-from tool_bridge import PermissionRequested
+from tool_bridge import PermissionRequested, SetPermissionMode
 from tool_bridge.mcp import McpNotInstalled, McpServerSettings, require_sdk
 
 from .. import events as ev
 from ..host import AgentHost, HostError
-from ..messages import Cancel, Subscribe, UserPrompt
+from ..messages import Cancel, SetModel, Subscribe, UserPrompt
 from ..store import SessionNotFound
+from ._config import SessionConfig, config_options
 from ._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -81,9 +82,13 @@ from ._schema import (
     ResourceLink,
     ResumeSessionRequest,
     SessionCapabilities,
+    SessionConfigOption,
     SessionInfo,
     SessionNotification,
+    SessionSetupResponse,
     SessionUpdate,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
     TextContent,
     TextResourceContents,
     resource_contents,
@@ -141,6 +146,7 @@ class _Session:
     builder: UpdateBuilder
     mailbox: trio.MemorySendChannel[Callable[[], Awaitable[None]]]
     forward: _Forward
+    config: SessionConfig
     ledger: PromptLedger = field(default_factory=PromptLedger)
     current_turn: int | None = None
     mailbox_done: trio.Event = field(default_factory=trio.Event)
@@ -312,6 +318,7 @@ class AcpAgent:
         "session/list": "_list",
         "session/close": "_close_session",
         "session/delete": "_delete_session",
+        "session/set_config_option": "_set_config",
     }
 
     async def _request(self, message: Request) -> None:
@@ -414,15 +421,72 @@ class AcpAgent:
         address = await trio.to_thread.run_sync(
             lambda: self._host.open(path, session_id=session_id, mcp_servers=servers)
         )
-        await self._attach(session_id, address, subscribed=False)
-        return NewSessionResponse(session_id=session_id)
+        session = await self._attach(session_id, address, subscribed=False)
+        return NewSessionResponse(session_id=session_id, config_options=self._options(session))
+
+    def _options(self, session: _Session) -> list[SessionConfigOption]:
+        return config_options(session.config, self._host.settings.provider.model_choices)
+
+    async def _set_config(self, raw: msgspec.Raw, _: RequestId) -> SetSessionConfigOptionResponse:
+        params = decode_params(raw, SetSessionConfigOptionRequest)
+        session = self._sessions.get(params.session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no session {params.session_id!r} is open on this connection")
+        models = self._host.settings.provider.model_choices
+        wanted = session.config.set(params.config_id, params.value, models)
+        if wanted.model != session.config.model:
+            await self._ask_in_order(session, SetModel(wanted.model))
+        if wanted.permission_mode != session.config.permission_mode:
+            await self._ask_in_order(session, SetPermissionMode(wanted.permission_mode))
+        session.config = wanted
+        return SetSessionConfigOptionResponse(config_options=self._options(session))
+
+    async def _reset_config(self, session: _Session) -> None:
+        """Set the options the client changed back to the host's, so that the session taken up again is
+        as a new connection describes it (a session that does not take it is logged, not failed)."""
+        default = SessionConfig(self._host.settings.provider.model)
+        try:
+            if session.config.model != default.model:
+                await self._ask_in_order(session, SetModel(default.model))
+            if session.config.permission_mode != default.permission_mode:
+                await self._ask_in_order(session, SetPermissionMode(default.permission_mode))
+        except RpcError as error:
+            logger.warning("session %s: its options were not set back: %s", session.id, error.message)
+
+    async def _ask_in_order(self, session: _Session, message: Any) -> Any:
+        """Ask the session ``message`` after every call mailed to it before (a prompt read after this
+        request is sent after it is answered). Raises :class:`RpcError` -32603 when the session does not
+        take it."""
+        done = trio.Event()
+        outcome: list[Any] = []
+
+        async def ask() -> None:
+            try:
+                outcome.append(
+                    await trio.to_thread.run_sync(lambda: session.address.ask(message, timeout=_ASK_TIMEOUT))
+                )
+            except Exception as error:
+                outcome.append(error)
+            finally:
+                done.set()
+
+        self._mail(session, ask)
+        with trio.move_on_after(_ASK_TIMEOUT + 5.0):
+            await done.wait()
+        if not outcome:
+            raise RpcError(INTERNAL_ERROR, f"the session did not take {type(message).__name__} in time")
+        if isinstance(outcome[0], Exception):
+            raise RpcError(INTERNAL_ERROR, f"the session did not take {type(message).__name__}: {outcome[0]}")
+        return outcome[0]
 
     async def _attach(
         self, session_id: str, address: Any, *, subscribed: bool, forward: _Forward | None = None
     ) -> _Session:
         send, receive = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
         builder = UpdateBuilder(self._window, self._max_text)
-        session = _Session(session_id, address, builder, send, forward or self._forwarder(session_id))
+        forward = forward or self._forwarder(session_id)
+        config = SessionConfig(self._host.settings.provider.model)
+        session = _Session(session_id, address, builder, send, forward, config)
         self._sessions[session_id] = session
         assert self._nursery is not None
         self._nursery.start_soon(self._run_mailbox, receive, session.mailbox_done)
@@ -452,7 +516,7 @@ class AcpAgent:
         stored = await trio.to_thread.run_sync(self._host.store.load_events, session_id)
         return record, decode_stored(item.body for item in stored)
 
-    async def _load(self, raw: msgspec.Raw, _: RequestId) -> Empty:
+    async def _load(self, raw: msgspec.Raw, _: RequestId) -> SessionSetupResponse:
         params = decode_params(raw, LoadSessionRequest)
         self._check_cwd(params.cwd)
         servers = self._servers(params.mcp_servers)
@@ -463,24 +527,25 @@ class AcpAgent:
         for update in builder.replay(events, running_turn=running):
             await self._update(params.session_id, update)
         if known is None:
-            await self._take_up(params.session_id, servers)
-        return Empty()
+            known = await self._take_up(params.session_id, servers)
+        return SessionSetupResponse(config_options=self._options(known))
 
-    async def _resume(self, raw: msgspec.Raw, _: RequestId) -> Empty:
+    async def _resume(self, raw: msgspec.Raw, _: RequestId) -> SessionSetupResponse:
         params = decode_params(raw, ResumeSessionRequest)
         self._check_cwd(params.cwd)
         servers = self._servers(params.mcp_servers)
-        if params.session_id not in self._sessions:
+        session = self._sessions.get(params.session_id)
+        if session is None:
             await self._record(params.session_id)
-            await self._take_up(params.session_id, servers)
-        return Empty()
+            session = await self._take_up(params.session_id, servers)
+        return SessionSetupResponse(config_options=self._options(session))
 
-    async def _take_up(self, session_id: str, servers: dict[str, McpServerSettings]) -> None:
+    async def _take_up(self, session_id: str, servers: dict[str, McpServerSettings]) -> _Session:
         forward = self._forwarder(session_id)
         address = await trio.to_thread.run_sync(
             lambda: self._host.resume(session_id, subscribers=[forward], mcp_servers=servers)
         )
-        await self._attach(session_id, address, subscribed=True, forward=forward)
+        return await self._attach(session_id, address, subscribed=True, forward=forward)
 
     async def _list(self, raw: msgspec.Raw, _: RequestId) -> ListSessionsResponse:
         params = decode_params(raw, ListSessionsRequest)
@@ -539,6 +604,7 @@ class AcpAgent:
                 await session.settled.wait()
         self._sessions.pop(session_id, None)
         session.forward.detach()
+        await self._reset_config(session)
         session.mailbox.close()
         await self._answer_prompts(session.ledger.drain())
         with trio.move_on_after(1.0):

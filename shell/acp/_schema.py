@@ -56,10 +56,15 @@ __all__ = [
     "ResourceLink",
     "ResumeSessionRequest",
     "SessionCapabilities",
+    "SessionConfigOption",
+    "SessionConfigSelectOption",
     "SessionInfo",
     "SessionInfoUpdate",
     "SessionNotification",
+    "SessionSetupResponse",
     "SessionUpdate",
+    "SetSessionConfigOptionRequest",
+    "SetSessionConfigOptionResponse",
     "StopReason",
     "TextContent",
     "TextResourceContents",
@@ -300,10 +305,54 @@ class NewSessionRequest(_Wire, frozen=True):
     meta: Meta = msgspec.field(default=None, name="_meta")
 
 
+class SessionConfigSelectOption(_Wire, frozen=True):
+    """One value a select option can take."""
+
+    value: str
+    name: str
+    description: str | None = None
+
+
+class SessionConfigOption(_Wire, frozen=True, tag_field="type", tag="select"):
+    """A session setting the client may change (a select: one of ``options``); ``category`` says what
+    it is (``model``, ``mode``, ...) for the client's display."""
+
+    id: str
+    name: str
+    current_value: str
+    options: list[SessionConfigSelectOption]
+    description: str | None = None
+    category: str | None = None
+
+
 class NewSessionResponse(_Wire, frozen=True):
     """The answer to ``session/new``."""
 
     session_id: str
+    config_options: list[SessionConfigOption] | None = None
+
+
+class SessionSetupResponse(_Wire, frozen=True):
+    """The answer to ``session/load`` and ``session/resume``."""
+
+    config_options: list[SessionConfigOption] | None = None
+    meta: Meta = msgspec.field(default=None, name="_meta")
+
+
+class SetSessionConfigOptionRequest(_Wire, frozen=True):
+    """``session/set_config_option``: the option ``config_id`` of a session set to ``value``."""
+
+    session_id: str
+    config_id: str
+    value: str | bool
+    type: str | None = None
+    meta: Meta = msgspec.field(default=None, name="_meta")
+
+
+class SetSessionConfigOptionResponse(_Wire, frozen=True):
+    """The answer to ``session/set_config_option``: every option with its value now."""
+
+    config_options: list[SessionConfigOption]
 
 
 class LoadSessionRequest(_Wire, frozen=True):

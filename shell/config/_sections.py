@@ -128,6 +128,9 @@ class ProviderSettings(_Section, frozen=True):
     kind: Literal["openai", "anthropic"] = "openai"
     base_url: str = "http://127.0.0.1:8765/v1"
     model: str = "turnkeep-fake"
+    models: list[str] = []
+    """Other models of this provider a session may be switched to (the ``model`` option an editor is
+    offered over ACP); ``model`` is always one of the choices."""
     api_key_env: str | None = None
     """The name of the environment variable holding the API key."""
     api_key_file: str | None = None
@@ -147,6 +150,14 @@ class ProviderSettings(_Section, frozen=True):
                 raise self._fail(key, f"must be an http:// or https:// URL, got {value!r}")
         if not (isinstance(self.model, str) and self.model):
             raise self._fail("model", f"must be a non-empty name, got {self.model!r}")
+        for other in self.models:
+            if not (isinstance(other, str) and other):
+                raise self._fail("models", f"must be non-empty names, got {other!r}")
+
+    @property
+    def model_choices(self) -> list[str]:
+        """``model`` and then ``models``, each once."""
+        return list(dict.fromkeys([self.model, *self.models]))
         for key in ("api_key_env", "refresh_token_env"):
             value = getattr(self, key)
             if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):

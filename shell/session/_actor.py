@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -12,7 +13,7 @@ import msgspec
 from actors import Actor, ActorError, Address, Down, ExitReason, Refuse, handles
 from sampler import CancelSample, ForgetTurn, Sample, StepStatus, TextPart, UserMessage
 from tool_bridge.messages import AbortTools, RunTools, ToolAbandoned
-from tool_bridge.permissions import PermissionDecision, PermissionRequested
+from tool_bridge.permissions import PermissionDecision, PermissionRequested, SetPermissionMode
 
 from .. import events as ev
 from .. import turn as tm
@@ -28,7 +29,7 @@ from .._protocol import (
     ToolServerChanged,
 )
 from ..credentials import refresh_failure
-from ..messages import Cancel, Subscribe, Unsubscribe, UserPrompt
+from ..messages import Cancel, SetModel, Subscribe, Unsubscribe, UserPrompt
 from ..store import StaleOwner
 from ._history import History, HistoryError
 from ._path import SessionPath
@@ -41,6 +42,8 @@ __all__ = ["SessionActor"]
 logger = logging.getLogger("turnkeep.shell")
 
 _START_TRIES = 3
+_SIBLING_TRIES = 3
+_SIBLING_ASK_TIMEOUT = 5.0
 """Times a turn's start may fail to be recorded (the history is restarting) before the turn fails."""
 _START_RETRY_AFTER = 0.5
 _STOPPED = (
@@ -331,6 +334,28 @@ class SessionActor(Actor):
     def _on_permission(self, message: PermissionDecision) -> None:
         self._sibling("tools").tell(message)
 
+    @handles(SetPermissionMode)
+    def _on_permission_mode(self, message: SetPermissionMode) -> str:
+        """The session's tools take the mode (tried again past a restart of theirs); answers the mode."""
+        for attempt in range(_SIBLING_TRIES):
+            try:
+                self._sibling("tools").ask(message, timeout=_SIBLING_ASK_TIMEOUT)
+                return message.mode
+            except ActorError as exc:
+                if attempt == _SIBLING_TRIES - 1:
+                    raise Refuse(exc) from exc
+        raise AssertionError("unreachable")
+
+    @handles(SetModel)
+    def _on_model(self, message: SetModel) -> str:
+        if not (isinstance(message.model, str) and message.model):
+            raise Refuse(ValueError(f"a model is a non-empty name, got {message.model!r}"))
+        opts = self._opts
+        self._opts = self._rt.options = dataclasses.replace(
+            opts, model=message.model, price=opts.prices.get(message.model)
+        )
+        return message.model
+
     @handles(ev.SubagentEvent)
     def _on_child_event(self, message: ev.SubagentEvent) -> None:
         self._publish(message)
@@ -485,7 +510,7 @@ class SessionActor(Actor):
                 return self._history.answer(
                     action,
                     turn=number,
-                    model=opts.model,
+                    model=turn.settings.model,
                     tools=self._rt.tool_specs,
                     max_tokens=opts.max_output_tokens,
                 )

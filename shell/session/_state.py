@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,8 @@ class SessionOptions:
     """Seconds a step may stay silent before the session asks the sampler whether it is still running."""
     price: Price | None = None
     """The model's price from the config's ``[pricing]`` table, to put a cost on each turn's usage."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """The config's ``[pricing]`` table, for a session switched to another model."""
     resume_interrupted_turns: bool = True
     """Whether a turn the process running it did not live to end goes on from its stored steps when the
     session starts again (else it ends ``interrupted``)."""

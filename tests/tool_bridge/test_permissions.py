@@ -133,6 +133,29 @@ def test_a_grant_allows_matching_calls_that_would_be_asked():
     assert policy.grants == (PermissionRule("shell", "allow", "pytest"),)
 
 
+def test_the_permission_mode_settles_only_what_would_be_asked():
+    policy = PermissionPolicy(
+        [PermissionRule("shell", "deny", "rm")], hooks=[lambda tool, _: "no" if tool == "edit_file" else None]
+    )
+    assert policy.mode == "ask"
+    policy.set_mode("allow")
+    allowed = policy.check("shell", sh("make"))
+    assert allowed.action == "allow" and "permission mode allows" in allowed.reason
+    assert policy.check("shell", sh("rm -rf x")).action == "deny", "a deny rule still denies"
+    assert policy.check("edit_file", {"path": "a"}) == Decision("deny", "no"), "a hook still denies"
+    policy.set_mode("deny")
+    denied = policy.check("shell", sh("make"))
+    assert denied.action == "deny" and "permission mode denies" in denied.reason
+    assert policy.check("read_file", ReadFileArgs(path="a")).action == "allow", "an allow rule still allows"
+    policy.grant("shell", "make")
+    assert policy.check("shell", sh("make")).action == "allow", "a grant still allows"
+    policy.set_mode("ask")
+    assert policy.check("shell", sh("ls")).action == "ask"
+    with pytest.raises(PermissionConfigError, match="ask, allow, deny"):
+        policy.set_mode("sometimes")  # type: ignore[arg-type]
+    assert policy.mode == "ask"
+
+
 def test_a_grant_never_overrides_a_deny_rule():
     policy = PermissionPolicy([PermissionRule("shell", "deny", "rm")])
     policy.grant("shell")

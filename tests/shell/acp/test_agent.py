@@ -239,7 +239,7 @@ def test_load_replays_the_stored_history_in_order_before_its_answer(tmp_path: Pa
             "session/load", {"sessionId": session, "cwd": str(tmp_path / "ws"), "mcpServers": []}
         )
         answer, replayed = agent.until_answer(load)
-        assert answer["result"] == {}
+        assert answer["result"]["configOptions"]
         prompted, _ = agent.until_answer(agent.prompt(session, "and now"))
         assert prompted["result"] == {"stopReason": "end_turn"}
         missing = agent.call("session/load", {"sessionId": "nope", "cwd": str(tmp_path), "mcpServers": []})
@@ -278,11 +278,11 @@ def test_close_cancels_the_running_turn_and_the_session_can_be_taken_up_again(tm
         listed = agent.call("session/list", {})["result"]["sessions"]
         assert [s["sessionId"] for s in listed] == [session]
         assert (
-            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
         )
     with running_agent(Script.echo(), store) as (agent, _):
         assert (
-            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"] == {}
+            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
         )
         prompted, seen = agent.until_answer(agent.prompt(session, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
@@ -310,7 +310,7 @@ def test_delete_removes_the_session_from_the_list_and_nothing_takes_it_up(tmp_pa
     with running_agent(Script.echo(), store) as (agent, _):
         listed = agent.call("session/list", {})["result"]["sessions"]
         assert [s["sessionId"] for s in listed] == [kept]
-        assert agent.call("session/resume", {"sessionId": kept, "cwd": str(tmp_path / "ws")})["result"] == {}
+        assert agent.call("session/resume", {"sessionId": kept, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
         prompted, replay = agent.until_answer(agent.prompt(kept, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
     assert not updates(replay, "user_message_chunk")
@@ -345,6 +345,75 @@ def test_the_editors_mcp_servers_run_for_its_session_and_end_with_the_agent(tmp_
     assert bad["error"]["code"] == -32602
     assert b"not started: it speaks SSE" in agent.stderr
     assert not alive(pid), "the session's server ended with the agent"
+
+
+def options_by_id(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {option["id"]: option for option in answer["result"]["configOptions"]}
+
+
+def test_the_editor_switches_the_model_of_the_next_turn(tmp_path: Path) -> None:
+    config = tmp_path / "turnkeep.toml"
+    config.write_text('[provider]\nmodels = ["fake-large"]\n')
+    store = tmp_path / "s.db"
+    with running_agent(Script.echo(), store, "--config", str(config)) as (agent, _):
+        opened = agent.call("session/new", {"cwd": str(tmp_path / "ws"), "mcpServers": []})
+        session = opened["result"]["sessionId"]
+        model = options_by_id(opened)["model"]
+        assert (model["type"], model["category"], model["currentValue"]) == (
+            "select",
+            "model",
+            "turnkeep-fake",
+        )
+        assert [o["value"] for o in model["options"]] == ["turnkeep-fake", "fake-large"]
+        agent.until_answer(agent.prompt(session, "before"))
+        change = {"sessionId": session, "configId": "model", "value": "fake-large"}
+        changed = agent.call("session/set_config_option", change)
+        assert options_by_id(changed)["model"]["currentValue"] == "fake-large"
+        agent.until_answer(agent.prompt(session, "after"))
+        unknown = agent.call("session/set_config_option", dict(change, value="gpt-none"))
+        resumed = agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})
+        assert agent.call("session/close", {"sessionId": session})["result"] == {}
+        again = agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})
+        agent.until_answer(agent.prompt(session, "after the close"))
+    assert unknown["error"]["code"] == -32602 and "fake-large" in unknown["error"]["message"]
+    assert options_by_id(resumed)["model"]["currentValue"] == "fake-large"
+    assert options_by_id(again)["model"]["currentValue"] == "turnkeep-fake"
+    with SessionStore(store) as kept:
+        models = [record.usage.model for record in kept.turn_usage(session)]
+    assert models == ["turnkeep-fake", "fake-large", "turnkeep-fake"]
+
+
+def test_the_permission_mode_settles_the_calls_the_rules_leave_open(tmp_path: Path) -> None:
+    write = Script.task(
+        [ToolStep([("write_file", {"path": "a.txt", "content": "hi"})]), FinalAnswer("Done.")]
+    )
+    with running_agent(write, tmp_path / "s.db") as (agent, _):
+        opened = agent.call("session/new", {"cwd": str(tmp_path / "ws"), "mcpServers": []})
+        session = opened["result"]["sessionId"]
+        mode = options_by_id(opened)["permission_mode"]
+        assert (mode["category"], mode["currentValue"]) == ("mode", "ask")
+        assert [o["value"] for o in mode["options"]] == ["ask", "allow", "deny"]
+        change = {"sessionId": session, "configId": "permission_mode", "value": "deny"}
+        assert options_by_id(agent.call("session/set_config_option", change))["permission_mode"][
+            "currentValue"
+        ] == ("deny")
+        denied, before_denied = agent.until_answer(agent.prompt(session, "write it"), permission=None)
+        assert not (tmp_path / "ws" / "a.txt").exists()
+        agent.call("session/set_config_option", dict(change, value="allow"))
+        allowed, before_allowed = agent.until_answer(agent.prompt(session, "write it again"), permission=None)
+        bad = [
+            agent.call("session/set_config_option", dict(change, configId="colour")),
+            agent.call("session/set_config_option", dict(change, value="maybe")),
+            agent.call("session/set_config_option", dict(change, value=True)),
+            agent.call("session/set_config_option", dict(change, sessionId="nosuch")),
+        ]
+    assert denied["result"] == allowed["result"] == {"stopReason": "end_turn"}
+    for lines in (before_denied, before_allowed):
+        assert not [line for line in lines if line.get("method") == "session/request_permission"]
+    failed = [u for u in updates(before_denied, "tool_call_update") if u.get("status") == "failed"]
+    assert failed and "permission mode denies" in failed[-1]["content"][0]["content"]["text"]
+    assert (tmp_path / "ws" / "a.txt").read_text() == "hi"
+    assert [answer["error"]["code"] for answer in bad] == [-32602, -32602, -32602, -32002]
 
 
 def test_a_five_megabyte_image_and_a_huge_tool_output_do_not_break_framing(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from sampler import FILTERED_MESSAGE, AssistantMessage, Completed, ToolMessage, 
 from sampler.fake import FakeProvider, Fault, FaultPlan, FinalAnswer, Script, TokenExpiry, ToolStep
 from shell import events as ev
 from shell.credentials import OAuthCredential
-from shell.messages import Cancel
+from shell.messages import Cancel, SetModel
 from shell.session import SessionChaos
 from shell.turn import MAX_LOST_STEPS
 from tests._events import finished_before_started, without_usage
@@ -204,6 +204,34 @@ def test_cancel_mid_stream_salvages_the_partial_answer_and_the_next_turn_works(
     salvaged = [m for m in harness.stored_history() if isinstance(m, AssistantMessage) and m.interrupted]
     assert len(salvaged) == 1 and "A fairly long answer".startswith(salvaged[0].text)
     assert isinstance(after[-1], ev.TurnCompleted)
+
+
+def test_a_model_switch_applies_from_the_next_turn_and_the_turn_in_flight_keeps_its_model(
+    tmp_path: Path, leak_check: None
+) -> None:
+    faults = FaultPlan.scripted([Fault.stall(after_chunks=4, hang=True)])
+    with FakeProvider(Script.text("A fairly long answer that stalls."), faults=faults) as provider:
+        harness = Harness(tmp_path, provider)
+        session = harness.open()
+        harness.prompt(session, "talk")
+        inbox = harness.inboxes["s1"]
+        seen: list[Any] = []
+        while not of(seen, ev.TextDelta):
+            seen.append(inbox.get(timeout=10))
+        assert session.ask(SetModel("fake-large")) == "fake-large"
+        assert session.ask(Cancel())
+        first = seen + harness.until_end()
+        second = harness.turn(session, "again")
+        with pytest.raises(ValueError, match="non-empty"):
+            session.ask(SetModel(""))
+        third = harness.turn(session, "once more")
+        harness.close()
+    assert [events[-1].usage.model for events in (first, second, third)] == [
+        "fake-model",
+        "fake-large",
+        "fake-large",
+    ]
+    assert isinstance(second[-1], ev.TurnCompleted) and isinstance(third[-1], ev.TurnCompleted)
 
 
 def test_a_cancel_right_after_the_prompt_ends_every_turn_whatever_step_it_reaches(
