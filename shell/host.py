@@ -91,6 +91,7 @@ run), and only restarts at a rate no set of sessions produces on its own make th
 
 
 _CHILD_PROMPT_BACKOFF = (0.25, 0.5, 1.0, None)
+_SUBSCRIBE_TRIES = 5
 """Waits between tries to prompt a child whose session actor crashed (None: the last try)."""
 
 
@@ -199,8 +200,10 @@ class AgentHost:
         session_id: str | None = None,
         priority: Priority = "interactive",
         mcp_servers: Mapping[str, McpServerSettings] | None = None,
+        subscribers: Iterable[Any] = (),
     ) -> Address:
         """Start a new session in ``workspace`` and return its address (the session's mailbox).
+        ``subscribers`` hear its events from the first on, subscribed before it starts.
         ``priority`` is its place at the provider gate: ``interactive`` requests go before
         ``background`` ones, which still progress as they wait. ``mcp_servers`` are MCP servers of this
         session alone, run as session-scope ones (an editor's own servers, say); they are not stored, so a
@@ -216,7 +219,25 @@ class AgentHost:
         path.mkdir(parents=True, exist_ok=True)
         self.store.create_session(session_id, workspace=str(path), model=self.settings.provider.model)
         self.store.take_session(session_id)
-        return self._activate(session_id, path, priority, Lineage(session_id), mcp_servers)
+        address = self._activate(session_id, path, priority, Lineage(session_id), mcp_servers)
+        with self._lock:
+            session = self._sessions[session_id]
+        self._subscribe_early(session, subscribers)
+        return address
+
+    def _subscribe_early(self, session: OpenSession, subscribers: Iterable[Any]) -> None:
+        """Subscribe ``subscribers`` before the session's subtree starts (one started meanwhile by a
+        message takes them by mail, as :meth:`subscribe`)."""
+        subscribers = list(subscribers)
+        if not subscribers:
+            return
+        with session.lock:
+            started = session.active
+            if not started:
+                session.runtime.subscribers.extend(subscribers)
+        if started:
+            for subscriber in subscribers:
+                self.subscribe(session.record_id, subscriber)
 
     def _check_servers(self, servers: Mapping[str, McpServerSettings] | None) -> None:
         if servers:
@@ -248,8 +269,7 @@ class AgentHost:
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None and self.store.owns(session_id):
-            for subscriber in subscribers:
-                self.subscribe(session_id, subscriber)
+            self._subscribe_early(known, subscribers)
             return self._address(session_id)
         if known is not None:  # another host took it since: this copy is stale, the store has the truth
             self._let_go(session_id, wait=True)
@@ -271,16 +291,7 @@ class AgentHost:
         address = self._activate(session_id, Path(record.workspace), priority, mcp_servers=mcp_servers)
         with self._lock:
             session = self._sessions[session_id]
-        if subscribers:
-            with session.lock:
-                if session.active:  # started meanwhile by a message: it takes subscribers by mail
-                    started = True
-                else:
-                    started = False
-                    session.runtime.subscribers.extend(subscribers)
-            if started:
-                for subscriber in subscribers:
-                    self.subscribe(session_id, subscriber)
+        self._subscribe_early(session, subscribers)
         if record.status == "in_turn" or self.store.load_queued_prompts(session_id):
             # Its process ended mid-turn, or with prompts waiting: started now, the session goes on with
             # that turn (or ends it as interrupted, when it may not be resumed) and runs them.
@@ -516,8 +527,17 @@ class AgentHost:
         self.store.close_session(session_id)
 
     def subscribe(self, session_id: str, subscriber: Any) -> None:
-        """Send every event of the session to ``subscriber`` (an Address, a callable or a queue)."""
-        self._address(session_id).ask(Subscribe(subscriber))
+        """Send every event of the session to ``subscriber`` (an Address, a callable or a queue), once
+        however often it (or an equal one) is subscribed; tried again past a restart of the session
+        actor. Raises :class:`~actors.ActorError` when the session actor did not take it after a few
+        tries."""
+        for attempt in range(_SUBSCRIBE_TRIES):
+            try:
+                self._address(session_id).ask(Subscribe(subscriber))
+                return
+            except ActorError:
+                if attempt == _SUBSCRIBE_TRIES - 1:
+                    raise
 
     def unsubscribe(self, session_id: str, subscriber: Any) -> None:
         """Stop :meth:`subscribe`."""

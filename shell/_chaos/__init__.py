@@ -21,7 +21,7 @@ from ._host_kills import HostKillReport, host_kill_run, print_host_kill_report
 from ._invariants import event_log_violations, history_violations
 from ._report import ChaosReport, DeadLetterCount, print_report, replay_command
 from ._resources import Resources, leaks
-from ._run import chaos_run, run
+from ._run import chaos_run, run, session_chaos
 
 __all__ = [
     "ChaosReport",
@@ -38,5 +38,6 @@ __all__ = [
     "print_report",
     "replay_command",
     "run",
+    "session_chaos",
     "turn_bound",
 ]

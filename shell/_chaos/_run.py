@@ -162,7 +162,7 @@ def chaos_run(
                 settings,
                 system,
                 credential,
-                _session_chaos(seed, actor_crash_rate, mcp_crash_rate),
+                session_chaos(seed, actor_crash_rate, mcp_crash_rate),
                 _HostRun(root, logs, workers, bound, tally, mark, mcp_crash_rate, seed),
             )
             runtime = system.metrics()
@@ -228,9 +228,9 @@ def _provider(faults: FaultPlan, slots: int, rate_limit: float | None) -> FakePr
     )
 
 
-def _session_chaos(seed: int, actor_crash_rate: float, mcp_crash_rate: float) -> SessionChaos:
-    """The crash policies of every session's actors: ``actor_crash_rate`` for its members and the gate,
-    ``mcp_crash_rate`` for its MCP servers' actors."""
+def session_chaos(seed: int, actor_crash_rate: float, mcp_crash_rate: float = 0.0) -> SessionChaos:
+    """The crash policies of every session's actors, seeded with ``seed``: ``actor_crash_rate`` for its
+    members and the gate, ``mcp_crash_rate`` for its MCP servers' actors."""
     policy = ChaosPolicy(seed=seed, crash_probability=actor_crash_rate)
     mcp_policy = ChaosPolicy(seed=seed, crash_probability=mcp_crash_rate)
     return SessionChaos(

@@ -29,7 +29,7 @@ from tool_bridge.mcp import McpNotInstalled, McpServerSettings, require_sdk
 
 from .. import events as ev
 from ..host import AgentHost, HostError
-from ..messages import Cancel, SetModel, Subscribe, UserPrompt
+from ..messages import Cancel, SetModel, UserPrompt
 from ..store import SessionNotFound
 from ._config import SessionConfig, config_options
 from ._jsonrpc import (
@@ -418,10 +418,11 @@ class AcpAgent:
         if path.exists() and not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"cwd {params.cwd!r} is not a directory")
         session_id = uuid.uuid4().hex[:12]
+        forward = self._forwarder(session_id)
         address = await trio.to_thread.run_sync(
-            lambda: self._host.open(path, session_id=session_id, mcp_servers=servers)
+            lambda: self._host.open(path, session_id=session_id, mcp_servers=servers, subscribers=[forward])
         )
-        session = await self._attach(session_id, address, subscribed=False)
+        session = await self._attach(session_id, address, forward)
         return NewSessionResponse(session_id=session_id, config_options=self._options(session))
 
     def _options(self, session: _Session) -> list[SessionConfigOption]:
@@ -479,21 +480,15 @@ class AcpAgent:
             raise RpcError(INTERNAL_ERROR, f"the session did not take {type(message).__name__}: {outcome[0]}")
         return outcome[0]
 
-    async def _attach(
-        self, session_id: str, address: Any, *, subscribed: bool, forward: _Forward | None = None
-    ) -> _Session:
+    async def _attach(self, session_id: str, address: Any, forward: _Forward) -> _Session:
+        """The connection's record of a session opened or taken up with ``forward`` subscribed."""
         send, receive = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
         builder = UpdateBuilder(self._window, self._max_text)
-        forward = forward or self._forwarder(session_id)
         config = SessionConfig(self._host.settings.provider.model)
         session = _Session(session_id, address, builder, send, forward, config)
         self._sessions[session_id] = session
         assert self._nursery is not None
         self._nursery.start_soon(self._run_mailbox, receive, session.mailbox_done)
-        if not subscribed:
-            await trio.to_thread.run_sync(
-                lambda: address.ask(Subscribe(session.forward), timeout=_ASK_TIMEOUT)
-            )
         return session
 
     def _forwarder(self, session_id: str) -> _Forward:
@@ -545,7 +540,7 @@ class AcpAgent:
         address = await trio.to_thread.run_sync(
             lambda: self._host.resume(session_id, subscribers=[forward], mcp_servers=servers)
         )
-        return await self._attach(session_id, address, subscribed=True, forward=forward)
+        return await self._attach(session_id, address, forward)
 
     async def _list(self, raw: msgspec.Raw, _: RequestId) -> ListSessionsResponse:
         params = decode_params(raw, ListSessionsRequest)

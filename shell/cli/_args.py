@@ -161,6 +161,16 @@ def _add_acp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-line-bytes", type=int, metavar="N", help="the longest protocol line read or written"
     )
+    parser.add_argument(
+        "--actor-crash-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="chaos testing: crash each session actor on a message with probability P (0 to 1; default 0)",
+    )
+    parser.add_argument(
+        "--chaos-seed", type=int, default=1, metavar="N", help="the seed of --actor-crash-rate's crashes"
+    )
 
 
 def _add_sessions_arguments(parser: argparse.ArgumentParser) -> None:

@@ -117,8 +117,15 @@ def _acp(options: argparse.Namespace) -> int:
         )
     except ValueError as error:
         raise CliUsageError(f"invalid option: {error}") from None
+    if not 0.0 <= options.actor_crash_rate <= 1.0:
+        raise CliUsageError(f"--actor-crash-rate must be between 0 and 1, got {options.actor_crash_rate}")
+    chaos = None
+    if options.actor_crash_rate:
+        from .._chaos import session_chaos
+
+        chaos = session_chaos(options.chaos_seed, options.actor_crash_rate)
     claim = claim_stdio()  # before the host starts anything that could inherit stdout
-    return serve_stdio(lambda: open_host(settings, options, interactive=True), acp, claim)
+    return serve_stdio(lambda: open_host(settings, options, interactive=True, chaos=chaos), acp, claim)
 
 
 def _host_kills(options: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from ..config import ConfigError, Settings, environ_below_file, load_settings
 from ..credentials import CredentialProvider
 from ..facade import Host, Session
 from ..host import HostError
+from ..session import SessionChaos
 from ..store import StoreError
 from ..subagents import AGENT_TOOL
 
@@ -108,14 +109,17 @@ def open_host(
     interactive: bool,
     allow: tuple[str, ...] = (),
     credentials: CredentialProvider | None = None,
+    chaos: SessionChaos | None = None,
 ) -> Host:
     """A host with the settings and the permissions the options give, ``allow`` tools also run without
-    asking, and ``credentials`` (when given) instead of those the settings describe. Raises
-    :class:`CliUsageError` when the store cannot be used."""
+    asking, ``credentials`` (when given) instead of those the settings describe, and ``chaos`` crashing
+    its sessions' actors (when given). Raises :class:`CliUsageError` when the store cannot be used."""
     permissions = policy_factory(
         settings, allow=(*options.allow, *allow), allow_all=options.allow_all, interactive=interactive
     )
     extra: dict[str, Any] = {} if credentials is None else {"credentials": credentials}
+    if chaos is not None:
+        extra["chaos"] = chaos
     try:
         return Host(settings, permissions=permissions, **extra)
     except StoreError as error:

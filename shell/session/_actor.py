@@ -318,7 +318,8 @@ class SessionActor(Actor):
 
     @handles(Subscribe)
     def _on_subscribe(self, message: Subscribe) -> None:
-        self._rt.subscribers.append(message.subscriber)
+        if message.subscriber not in self._rt.subscribers:
+            self._rt.subscribers.append(message.subscriber)
 
     @handles(ToolServerChanged)
     def _on_tool_server(self, m: ToolServerChanged) -> None:

@@ -18,6 +18,11 @@ from tests.tool_bridge.mcp.conftest import FIXTURE, alive, read_pid
 WRITE = Script.task([ToolStep([("write_file", {"path": "a.txt", "content": "hi"})]), FinalAnswer("Done.")])
 
 
+def resumed(agent: Any, session: str, cwd: Path) -> dict[str, Any]:
+    answer: dict[str, Any] = agent.call("session/resume", {"sessionId": session, "cwd": str(cwd)})
+    return answer
+
+
 def test_initialize_offers_load_list_resume_close_images_and_embedded_context(tmp_path: Path) -> None:
     with running_agent(Script.echo(), tmp_path / "s.db") as (agent, _):
         result = agent.initialize()
@@ -277,13 +282,9 @@ def test_close_cancels_the_running_turn_and_the_session_can_be_taken_up_again(tm
         assert agent.call("session/prompt", prompt)["error"]["code"] == -32002  # not open here any more
         listed = agent.call("session/list", {})["result"]["sessions"]
         assert [s["sessionId"] for s in listed] == [session]
-        assert (
-            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
-        )
+        assert resumed(agent, session, tmp_path / "ws")["result"]["configOptions"]
     with running_agent(Script.echo(), store) as (agent, _):
-        assert (
-            agent.call("session/resume", {"sessionId": session, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
-        )
+        assert resumed(agent, session, tmp_path / "ws")["result"]["configOptions"]
         prompted, seen = agent.until_answer(agent.prompt(session, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
     text = "".join(u["content"]["text"] for u in updates(seen, "agent_message_chunk"))
@@ -310,7 +311,7 @@ def test_delete_removes_the_session_from_the_list_and_nothing_takes_it_up(tmp_pa
     with running_agent(Script.echo(), store) as (agent, _):
         listed = agent.call("session/list", {})["result"]["sessions"]
         assert [s["sessionId"] for s in listed] == [kept]
-        assert agent.call("session/resume", {"sessionId": kept, "cwd": str(tmp_path / "ws")})["result"]["configOptions"]
+        assert resumed(agent, kept, tmp_path / "ws")["result"]["configOptions"]
         prompted, replay = agent.until_answer(agent.prompt(kept, "hi again"))
     assert prompted["result"] == {"stopReason": "end_turn"}
     assert not updates(replay, "user_message_chunk")

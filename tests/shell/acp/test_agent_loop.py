@@ -14,7 +14,7 @@ import trio
 from shell import events as ev
 from shell.acp import AcpAgent, AcpSettings
 from shell.config import Settings
-from shell.messages import Cancel, Subscribe, UserPrompt
+from shell.messages import Cancel, UserPrompt
 from tool_bridge import PermissionDecision, PermissionRequested
 
 DEADLINE = 10.0
@@ -29,9 +29,6 @@ class FakeAddress:
         self.turn = 0
 
     def ask(self, message: Any, timeout: float | None = None) -> Any:
-        if isinstance(message, Subscribe):
-            self.subscribers.append(message.subscriber)
-            return None
         assert isinstance(message, UserPrompt)
         self.turn += 1
         return self.turn
@@ -52,9 +49,12 @@ class FakeHost:
         self.address = FakeAddress()
         self.opened: list[str] = []
 
-    def open(self, workspace: Any, *, session_id: str | None = None, mcp_servers: Any = None) -> FakeAddress:
+    def open(
+        self, workspace: Any, *, session_id: str | None = None, mcp_servers: Any = None, subscribers: Any = ()
+    ) -> FakeAddress:
         assert session_id is not None and not mcp_servers
         self.opened.append(session_id)
+        self.address.subscribers.extend(subscribers)
         return self.address
 
 

@@ -1,5 +1,6 @@
-"""Many sessions, each with queued prompts, under the embedded provider's heavy faults: every prompt gets
-exactly one schema-valid answer, after its session's updates, with the mapping of the outcome table.
+"""Many sessions, each with queued prompts, under the embedded provider's heavy faults and actor crashes
+(each session actor crashes on a message with probability 0.04): every prompt gets exactly one
+schema-valid answer, after its session's updates, with the mapping of the outcome table.
 
 The short run (3 sessions x 2 prompts) is part of every test run; ``ACP_LOAD_RUNS=N`` runs the long one
 (16 sessions x 5 prompts) N times with different seeds."""
@@ -22,7 +23,8 @@ STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "cancelled"}
 
 def _run(tmp_path: Path, sessions: int, prompts: int, seed: int) -> None:
     faults = FaultPlan.profile("heavy", seed=seed)
-    with running_agent(TASK, tmp_path / "s.db", "--allow", "list_dir", faults=faults) as (agent, _):
+    crashes = ("--actor-crash-rate", "0.04", "--chaos-seed", str(seed))
+    with running_agent(TASK, tmp_path / "s.db", "--allow", "list_dir", *crashes, faults=faults) as (agent, _):
         ids = [agent.new_session(tmp_path / f"ws{n}") for n in range(sessions)]
         owed: dict[int, str] = {}
         for _round in range(prompts):
