@@ -220,6 +220,9 @@ _BENCHMARKS = (
         ("--json", "--turns", "15", "--rounds", "2"),
         figures_from_json,
     ),
+    _Benchmark(
+        "acp", "acp_bench.py", ("--json",), ("--json", "--chunks", "2000", "--rounds", "2"), figures_from_json
+    ),
     _Benchmark("startup", "startup_bench.py", ("--json",), ("--json", "--rounds", "3"), figures_from_json),
     _Benchmark(
         "subagents",

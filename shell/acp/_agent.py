@@ -12,8 +12,10 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -116,27 +118,40 @@ Write = Callable[[bytes], Awaitable[bool]]
 
 
 class _Forward:
-    """A session's events sent into the agent's event channel, until :meth:`detach`: a connection that let
-    the session go hears nothing more of it through this subscriber (one taken up again gets a new one)."""
+    """A session's events sent into the agent's event channel, in order, until :meth:`detach`: a
+    connection that let the session go hears nothing more of it through this subscriber (one taken up
+    again gets a new one). Events that come while the loop has not taken the earlier ones yet go with them:
+    one wake of the loop for a burst, not one per event."""
 
     def __init__(self, session_id: str, token: trio.lowlevel.TrioToken, send: trio.MemorySendChannel[Any]):
         self._session_id = session_id
         self._token = token
         self._send = send
         self._attached = True
+        self._lock = threading.Lock()
+        self._pending: deque[Any] = deque()
 
     def detach(self) -> None:
         self._attached = False
 
-    def _deliver(self, event: Any) -> None:
-        if self._attached:
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+    def _deliver(self) -> None:
+        with self._lock:
+            events, self._pending = self._pending, deque()
+        if not self._attached:
+            return
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            for event in events:
                 self._send.send_nowait((self._session_id, event))
 
     def __call__(self, event: Any) -> None:
-        if self._attached:
+        if not self._attached:
+            return
+        with self._lock:
+            wake = not self._pending
+            self._pending.append(event)
+        if wake:
             with suppress(trio.RunFinishedError, RuntimeError):
-                self._token.run_sync_soon(self._deliver, event)
+                self._token.run_sync_soon(self._deliver)
 
 
 @dataclass(slots=True)
