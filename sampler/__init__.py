@@ -35,6 +35,7 @@ from .events import (
     StepQueued,
     StepRetrying,
     StepText,
+    StepThought,
 )
 from .messages import (
     AssistantMessage,
@@ -89,6 +90,7 @@ __all__ = [
     "StepState",
     "StepStatus",
     "StepText",
+    "StepThought",
     "StreamDecodeError",
     "SystemMessage",
     "TextPart",

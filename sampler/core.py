@@ -28,6 +28,7 @@ from .events import (
     StepQueued,
     StepRetrying,
     StepText,
+    StepThought,
 )
 from .gate import GateClient, GateTimeout, QueueInfo
 from .messages import AssistantMessage, FinishReason, ModelRequest, Usage, media_parts_count
@@ -38,6 +39,7 @@ from .providers import (
     StreamDecodeError,
     StreamDecoder,
     StreamError,
+    StreamReasoning,
     StreamText,
     decode_whole,
     endpoint_url,
@@ -415,6 +417,8 @@ async def _read_stream(
             for event in decoder.feed(sse):
                 if type(event) is StreamText:
                     coalescer.pending.append(event.text)
+                elif type(event) is StreamReasoning:
+                    coalescer.thoughts.append(event.text)
                 elif type(event) is StreamError:
                     return classify_stream_error(event.data, event.event)
         coalescer.chunk_done(now)
@@ -422,14 +426,17 @@ async def _read_stream(
         for event in decoder.feed(sse):
             if type(event) is StreamText:
                 coalescer.pending.append(event.text)
+            elif type(event) is StreamReasoning:
+                coalescer.thoughts.append(event.text)
             elif type(event) is StreamError:
                 return classify_stream_error(event.data, event.event)
     return None
 
 
 class _Coalescer:
-    """Forwards streamed text as few deltas: the first piece at once, then at most one delta per
-    ``interval``, and no piece is held back longer than ``interval``."""
+    """Forwards streamed text (and reasoning) as few deltas: the first piece at once, then at most one
+    delta of each per ``interval``, and no piece is held back longer than ``interval``; reasoning held
+    with text goes first."""
 
     def __init__(
         self, emit: Callable[[SamplerEvent], None], request_id: str, interval: float, attempt: _Attempt
@@ -439,11 +446,12 @@ class _Coalescer:
         self._interval = interval
         self._attempt = attempt
         self.pending = attempt.pending
+        self.thoughts: list[str] = []
         self._next = 0.0
         self._due = trio.Event()
 
     def chunk_done(self, now: float) -> None:
-        if not self.pending:
+        if not (self.pending or self.thoughts):
             return
         if now >= self._next:
             self.flush(now)
@@ -451,6 +459,11 @@ class _Coalescer:
             self._due.set()
 
     def flush(self, now: float | None = None) -> None:
+        if self.thoughts:
+            self._emit(StepThought(self._request_id, "".join(self.thoughts)))
+            self.thoughts.clear()
+            if not self.pending:
+                self._next = (trio.current_time() if now is None else now) + self._interval
         if self.pending:
             self._emit(StepText(self._request_id, "".join(self.pending)))
             self.pending.clear()

@@ -25,6 +25,7 @@ __all__ = [
     "StepQueued",
     "StepRetrying",
     "StepText",
+    "StepThought",
 ]
 
 
@@ -41,6 +42,14 @@ class Projection(enum.StrEnum):
 
 class StepText(msgspec.Struct, frozen=True, tag=True):
     """Text streamed by the current attempt (several tokens coalesced)."""
+
+    request_id: str
+    text: str
+
+
+class StepThought(msgspec.Struct, frozen=True, tag=True):
+    """Reasoning streamed by the current attempt, where the provider streams it (several pieces
+    coalesced). It is shown, never part of the answer, and not sent back to the model."""
 
     request_id: str
     text: str
@@ -122,6 +131,13 @@ Outcome: TypeAlias = Completed | Failed | Cancelled
 """How a step ends: exactly one of these."""
 
 SamplerEvent: TypeAlias = (
-    StepText | StepQueued | StepRetrying | StepProjectionFallback | Completed | Failed | Cancelled
+    StepText
+    | StepThought
+    | StepQueued
+    | StepRetrying
+    | StepProjectionFallback
+    | Completed
+    | Failed
+    | Cancelled
 )
 """Everything a step reports."""

@@ -32,6 +32,7 @@ __all__ = [
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
+    "ThoughtDelta",
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnCancelled",
@@ -84,6 +85,15 @@ class TurnResumed(msgspec.Struct, frozen=True, tag=True):
 
 class TextDelta(msgspec.Struct, frozen=True, tag=True):
     """Text the model streamed (published, not stored one by one: the final message is)."""
+
+    session: str
+    turn: int
+    text: str
+
+
+class ThoughtDelta(msgspec.Struct, frozen=True, tag=True):
+    """Reasoning the model streamed, where its provider streams it (published, never stored: it is not
+    part of the answer and is not sent back to the model)."""
 
     session: str
     turn: int
@@ -291,6 +301,7 @@ SessionEvent: TypeAlias = (
     | PromptQueued
     | TurnResumed
     | TextDelta
+    | ThoughtDelta
     | McpServerStatus
     | Queued
     | Retrying

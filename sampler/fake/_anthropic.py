@@ -27,7 +27,12 @@ from .faults import Fault
 from .script import Conversation
 
 _encode = msgspec.json.encode
-_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
 _PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 _MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 
@@ -101,23 +106,43 @@ class AnthropicWire:
     def events(self, reply: Reply, meta: Meta) -> list[bytes]:
         events = [self._message_start(meta)]
         block = 0
+        if reply.thought_pieces:
+            thinking = {"type": "thinking", "thinking": "", "signature": ""}
+            events.append(
+                _event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": thinking},
+                )
+            )
+            head = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
+            head += b'{"type":"thinking_delta","thinking":'
+            events.extend(head + _encode(piece) + b"}}\n\n" for piece in reply.thought_pieces)
+            signature = {"type": "signature_delta", "signature": "fake-signature"}
+            events.append(
+                _event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": signature})
+            )
+            events.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            block = 1
         if reply.text_pieces:
             events.append(
                 _event(
                     "content_block_start",
                     {
                         "type": "content_block_start",
-                        "index": 0,
+                        "index": block,
                         "content_block": {"type": "text", "text": ""},
                     },
                 )
             )
             events.append(_PING)
-            head = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
-            head += b'{"type":"text_delta","text":'
+            head = (
+                b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+                + str(block).encode()
+                + b',"delta":{"type":"text_delta","text":'
+            )
             events.extend(head + _encode(piece) + b"}}\n\n" for piece in reply.text_pieces)
-            events.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
-            block = 1
+            events.append(_event("content_block_stop", {"type": "content_block_stop", "index": block}))
+            block += 1
         for call in reply.tool_calls:
             opening = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
             events.append(

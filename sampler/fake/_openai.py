@@ -111,6 +111,8 @@ class OpenAIWire:
         events = [head + (role or b'{"role":"assistant","content":null}') + going]
         content = head + b'{"content":'
         tail = b"}" + going
+        reasoning = head + b'{"reasoning_content":'
+        events.extend(reasoning + _encode(piece) + tail for piece in reply.thought_pieces)
         events.extend(content + _encode(piece) + tail for piece in reply.text_pieces)
         for index, call in enumerate(reply.tool_calls):
             opening = {

@@ -28,6 +28,8 @@ class Reply(msgspec.Struct, frozen=True):
     tool_calls: tuple[ToolCallOut, ...]
     finish: Finish
     completion_tokens: int
+    thought_pieces: tuple[str, ...] = ()
+    """The reasoning streamed before the answer (in streamed replies only)."""
 
     @property
     def text(self) -> str:
@@ -44,7 +46,8 @@ def render(step: Step, conversation: Conversation, *, chunk_chars: int, id_prefi
     if isinstance(step, FinalAnswer):
         pieces = _split_exact(step.text, step.chunks) if step.chunks else _split(step.text, chunk_chars)
         finish: Finish = "length" if step.finish == "length" else "stop"
-        return Reply(pieces, (), finish, estimate_tokens(sum_len(pieces)))
+        thought = _split(step.thought, chunk_chars) if step.thought else ()
+        return Reply(pieces, (), finish, estimate_tokens(sum_len(pieces)), thought)
     text_pieces = _split(step.text, chunk_chars)
     base = f"{conversation.key}:{len(conversation.user_texts)}:{conversation.tool_rounds}"
     calls = []
@@ -53,7 +56,8 @@ def render(step: Step, conversation: Conversation, *, chunk_chars: int, id_prefi
         call_id = id_prefix + hashlib.blake2b(f"{base}:{index}".encode(), digest_size=12).hexdigest()
         calls.append(ToolCallOut(call_id, name, encoded, _split(encoded, chunk_chars)))
     chars = len(step.text) + sum(len(call.arguments) + len(call.name) for call in calls)
-    return Reply(text_pieces, tuple(calls), "tool_calls", estimate_tokens(chars))
+    thought = _split(step.thought, chunk_chars) if step.thought else ()
+    return Reply(text_pieces, tuple(calls), "tool_calls", estimate_tokens(chars), thought)
 
 
 def filtered(reply: Reply, keep: int) -> Reply:

@@ -69,11 +69,13 @@ class Conversation(msgspec.Struct, frozen=True, kw_only=True):
 class ToolStep(msgspec.Struct, frozen=True):
     """One model step that calls tools: `calls` are (tool name, arguments) pairs, in order.
 
-    `text`, when not empty, is streamed before the tool calls.
+    `text`, when not empty, is streamed before the tool calls; `thought`, when not empty, before both, as
+    the model's reasoning.
     """
 
     calls: Sequence[tuple[str, Mapping[str, Any]]]
     text: str = ""
+    thought: str = ""
 
 
 class FinalAnswer(msgspec.Struct, frozen=True):
@@ -81,12 +83,14 @@ class FinalAnswer(msgspec.Struct, frozen=True):
 
     With `chunks=N` the answer streams as exactly N content chunks: the text is split evenly, and repeated
     first when it has fewer than N characters (so `FinalAnswer("x", chunks=20_000)` is a long answer).
-    With `finish="length"` the answer ends as one cut off by the output token limit.
+    With `finish="length"` the answer ends as one cut off by the output token limit. `thought`, when not
+    empty, is streamed first as the model's reasoning (as providers that stream reasoning send it).
     """
 
     text: str = "done"
     chunks: int | None = None
     finish: str = "stop"
+    thought: str = ""
 
     def __post_init__(self) -> None:
         if self.chunks is not None and self.chunks < 1:

@@ -18,6 +18,7 @@ __all__ = [
     "StreamDone",
     "StreamError",
     "StreamEvent",
+    "StreamReasoning",
     "StreamText",
     "ToolCallDelta",
     "UsageUpdate",
@@ -28,6 +29,13 @@ _DATA_SHOWN = 200
 
 class StreamText(msgspec.Struct, frozen=True, tag=True):
     """More assistant text, in stream order."""
+
+    text: str
+
+
+class StreamReasoning(msgspec.Struct, frozen=True, tag=True):
+    """More of the model's reasoning, in stream order, where the provider streams it (shown, never part
+    of the answer)."""
 
     text: str
 
@@ -61,7 +69,7 @@ class StreamDone(msgspec.Struct, frozen=True, tag=True):
     """The provider ended the stream properly ([DONE], message_stop). Nothing follows it."""
 
 
-StreamEvent: TypeAlias = StreamText | ToolCallDelta | UsageUpdate | StreamError | StreamDone
+StreamEvent: TypeAlias = StreamText | StreamReasoning | ToolCallDelta | UsageUpdate | StreamError | StreamDone
 """What :meth:`StreamDecoder.feed` emits."""
 
 

@@ -26,6 +26,7 @@ from ._base import (
     StreamDone,
     StreamError,
     StreamEvent,
+    StreamReasoning,
     StreamText,
     ToolCallDelta,
     UsageUpdate,
@@ -189,6 +190,7 @@ class _Delta(msgspec.Struct):
     type: str
     text: str | None = None
     partial_json: str | None = None
+    thinking: str | None = None
 
 
 class _BlockDelta(msgspec.Struct):
@@ -223,7 +225,9 @@ class AnthropicDecoder:
     """Decodes one Messages stream (see :class:`sampler.providers.StreamDecoder`).
 
     Text blocks are concatenated into the message text, ``tool_use`` blocks become tool calls (in block
-    order) with their ``input_json_delta`` fragments as arguments; other blocks (thinking) are skipped.
+    order) with their ``input_json_delta`` fragments as arguments; a thinking block's ``thinking_delta``
+    text is emitted as :class:`StreamReasoning` (shown, not kept in the message); other blocks are
+    skipped.
     Usage is the prompt from ``message_start`` (cache reads and writes included) and the output from the
     last ``message_delta``. ``message_stop`` completes the stream and anything after it is ignored. An
     ``error`` event is emitted as :class:`StreamError`.
@@ -259,6 +263,9 @@ class AnthropicDecoder:
             if delta.text:
                 self._state.text.append(delta.text)
                 return [StreamText(delta.text)]
+        elif delta.type == "thinking_delta":
+            if delta.thinking:
+                return [StreamReasoning(delta.thinking)]
         elif delta.type == "input_json_delta":
             call = self._call_of_block.get(chunk.index)
             if call is not None and delta.partial_json:

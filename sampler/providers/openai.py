@@ -27,6 +27,7 @@ from ._base import (
     StreamDone,
     StreamError,
     StreamEvent,
+    StreamReasoning,
     StreamText,
     ToolCallDelta,
     UsageUpdate,
@@ -171,6 +172,10 @@ class _ToolCallChunk(msgspec.Struct):
 class _Delta(msgspec.Struct):
     content: str | None = None
     refusal: str | None = None
+    reasoning_content: str | None = None
+    """The reasoning some compatible servers stream beside the answer (DeepSeek, vLLM)."""
+    reasoning: str | None = None
+    """The same, as others name it (OpenRouter, Ollama)."""
     tool_calls: list[_ToolCallChunk] | None = None
 
 
@@ -261,6 +266,9 @@ class OpenAIDecoder:
         state = self._state
         delta = choice.delta
         if delta is not None:
+            for reasoning in (delta.reasoning_content, delta.reasoning):
+                if reasoning:
+                    out.append(StreamReasoning(reasoning))
             for text in (delta.content, delta.refusal):
                 if text:
                     state.text.append(text)

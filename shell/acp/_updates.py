@@ -21,6 +21,7 @@ from tool_bridge import PermissionRequested
 from .. import events as ev
 from ._schema import (
     AgentMessageChunk,
+    AgentThoughtChunk,
     ContentToolCallContent,
     Cost,
     PermissionOption,
@@ -128,6 +129,8 @@ class UpdateBuilder:
         match event:
             case ev.TextDelta(text=text):
                 return [AgentMessageChunk(content=TextContent(text=clip(text, self.max_text)))]
+            case ev.ThoughtDelta(text=text):
+                return [AgentThoughtChunk(content=TextContent(text=clip(text, self.max_text)))]
             case ev.ToolCallStarted():
                 return [self._started(event)]
             case ev.ToolCallFinished():

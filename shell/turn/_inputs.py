@@ -19,6 +19,7 @@ from sampler import (
     StepRetrying,
     StepState,
     StepText,
+    StepThought,
 )
 from tool_bridge.messages import ToolCallBegan, ToolCallEnded, ToolsFinished
 
@@ -195,6 +196,7 @@ TurnInput = (
     | Shutdown
     | ActionFailed
     | StepText
+    | StepThought
     | StepQueued
     | StepRetrying
     | StepProjectionFallback
@@ -211,6 +213,7 @@ TurnInput = (
 
 SIBLING_MESSAGES: tuple[type, ...] = (
     StepText,
+    StepThought,
     StepQueued,
     StepRetrying,
     StepProjectionFallback,

@@ -42,6 +42,7 @@ from sampler import (
     StepRetrying,
     StepState,
     StepText,
+    StepThought,
     ToolCall,
     ToolMessage,
     ToolResult,
@@ -267,6 +268,7 @@ class TurnMachine:
             Shutdown: self._shutdown,
             ActionFailed: self._action_failed,
             StepText: self._delta,
+            StepThought: self._thought,
             StepQueued: self._queued,
             StepRetrying: self._retrying,
             StepProjectionFallback: self._fallback,
@@ -500,6 +502,11 @@ class TurnMachine:
             return []
         self.text += message.text
         return [Publish(ev.TextDelta(self.settings.session_id, self.number, message.text))]
+
+    def _thought(self, message: StepThought, now: float) -> list[TurnAction]:
+        if not self._current(message.request_id, now) or self.phase is not Phase.SAMPLING:
+            return []
+        return [Publish(ev.ThoughtDelta(self.settings.session_id, self.number, message.text))]
 
     def _queued(self, message: StepQueued, now: float) -> list[TurnAction]:
         if not self._current(message.request_id, now):

@@ -31,6 +31,7 @@ from sampler.providers import (
     StreamDone,
     StreamError,
     StreamEvent,
+    StreamReasoning,
     StreamText,
     ToolCallDelta,
     UsageUpdate,
@@ -274,6 +275,29 @@ def test_text_stream_assembles_the_message_usage_and_finish_reason():
     assert result.finish_reason is FinishReason.STOP
     assert result.complete
     assert result.produced
+
+
+def test_a_thinking_block_is_reported_apart_and_kept_out_of_the_answer():
+    thinking = [
+        sse(
+            "content_block_start",
+            index=0,
+            content_block={"type": "thinking", "thinking": "", "signature": ""},
+        ),
+        sse("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Think"}),
+        sse("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "ing."}),
+        sse("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "sig"}),
+        sse("content_block_stop", index=0),
+    ]
+    decoder, events = decode(
+        [message_start(), *thinking, *text_block(1, "Answer."), *message_end("end_turn", 9)]
+    )
+    assert [e for e in events if isinstance(e, StreamReasoning | StreamText)] == [
+        StreamReasoning("Think"),
+        StreamReasoning("ing."),
+        StreamText("Answer."),
+    ]
+    assert decoder.finish().message == AssistantMessage("Answer.")
 
 
 def test_text_and_parallel_tool_calls_split_across_many_deltas():

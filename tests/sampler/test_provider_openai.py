@@ -29,6 +29,7 @@ from sampler.providers import (
     StreamDone,
     StreamError,
     StreamEvent,
+    StreamReasoning,
     StreamText,
     ToolCallDelta,
     UsageUpdate,
@@ -271,6 +272,23 @@ def test_text_and_a_tool_call_in_one_message():
     ]
     decoder, _ = decode(datas)
     assert decoder.finish().message == AssistantMessage("Let me check.", (ToolCall("c", "ls", "{}"),))
+
+
+def test_streamed_reasoning_is_reported_apart_and_kept_out_of_the_answer():
+    datas = [
+        chunk({"role": "assistant", "reasoning_content": "Think"}),
+        chunk({"reasoning": "ing."}),
+        chunk({"content": "Answer."}),
+        chunk({}, "stop"),
+        "[DONE]",
+    ]
+    decoder, events = decode(datas)
+    assert [e for e in events if isinstance(e, StreamReasoning | StreamText)] == [
+        StreamReasoning("Think"),
+        StreamReasoning("ing."),
+        StreamText("Answer."),
+    ]
+    assert decoder.finish().message == AssistantMessage("Answer.")
 
 
 def test_tool_call_without_index_continues_the_call_with_the_same_or_no_id():

@@ -11,6 +11,8 @@ from sampler import (
     LlmError,
     LlmErrorKind,
     ModelRequest,
+    StepText,
+    StepThought,
     ToolCall,
     ToolMessage,
     ToolResult,
@@ -68,6 +70,15 @@ def test_a_completed_turn_says_why_its_last_answer_stopped() -> None:
     answer = AssistantMessage(text="and then the")
     actions = m.feed(Completed(rid, answer, None, FinishReason.LENGTH, 1), 1.0)
     assert actions[-1] == tm.Finish(ev.TurnCompleted("s", 7, "and then the", 1, finish_reason="length"))
+
+
+def test_streamed_reasoning_is_published_and_never_part_of_the_answer() -> None:
+    m = machine()
+    rid = sampling(m)
+    assert m.feed(StepThought(rid, "pondering"), 0.5) == [tm.Publish(ev.ThoughtDelta("s", 7, "pondering"))]
+    assert m.feed(StepThought("another request", "stale"), 0.5) == []
+    assert m.feed(StepText(rid, "hel"), 0.6) == [tm.Publish(ev.TextDelta("s", 7, "hel"))]
+    assert m.text == "hel"
 
 
 def test_a_request_is_sent_with_a_probe_armed() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
+from sampler._sse import SseParser
 from sampler.fake import FinalAnswer, Script, ToolStep
+from sampler.providers import StreamReasoning, StreamText
+from sampler.providers.anthropic import AnthropicDecoder
 
 WRITE = ("write_file", {"path": "a.txt", "content": "hi"})
 TASK = Script.task([ToolStep([WRITE], text="Writing."), FinalAnswer("done")])
@@ -107,3 +110,16 @@ def test_malformed_requests_get_an_anthropic_400(start_provider, http):
     assert reply.status_code == 400
     assert reply.json()["type"] == "error"
     assert reply.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_thought_streams_as_a_thinking_block_the_decoder_keeps_out_of_the_answer(start_provider, http):
+    provider = start_provider(
+        Script.task([FinalAnswer("Answer.", thought="Thinking it over.")]), chunk_chars=5
+    )
+    response = http.post(provider.base_url + "/messages", json=messages(user("hi")))
+    parser, decoder = SseParser(), AnthropicDecoder()
+    events = [event for sse in parser.feed(response.content) for event in decoder.feed(sse)]
+    assert "".join(e.text for e in events if isinstance(e, StreamReasoning)) == "Thinking it over."
+    assert "".join(e.text for e in events if isinstance(e, StreamText)) == "Answer."
+    result = decoder.finish()
+    assert result.complete and result.message.text == "Answer."

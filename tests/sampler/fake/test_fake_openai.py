@@ -223,3 +223,13 @@ def test_an_answer_cut_off_by_the_output_limit_ends_with_length(start_provider, 
     chunks = sse_json(http.post(provider.base_url + "/chat/completions", json=chat(user("hi"))).text)
     assert content_of(chunks) == "and so the"
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_thought_streams_as_reasoning_content_before_the_answer(start_provider, http, sse_json):
+    provider = start_provider(Script.task([ToolStep([WRITE], thought="First, write.")]), chunk_chars=6)
+    chunks = sse_json(http.post(provider.base_url + "/chat/completions", json=chat(user("hi"))).text)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    reasoning = "".join(d.get("reasoning_content") or "" for d in deltas)
+    assert reasoning == "First, write."
+    first_call = next(i for i, d in enumerate(deltas) if d.get("tool_calls"))
+    assert all(not d.get("reasoning_content") for d in deltas[first_call:])

@@ -58,6 +58,21 @@ def test_a_prompt_streams_its_answer_and_tool_calls_then_ends_its_turn(tmp_path:
     assert first_call < asked, kinds
 
 
+def test_streamed_reasoning_reaches_the_editor_as_thought_chunks_before_the_answer(tmp_path: Path) -> None:
+    thinking = Script.task([FinalAnswer("The answer.", thought="Let me think about it carefully.")])
+    with running_agent(thinking, tmp_path / "s.db") as (agent, _):
+        session = agent.new_session(tmp_path / "ws")
+        answer, before = agent.until_answer(agent.prompt(session, "think"))
+    assert answer["result"] == {"stopReason": "end_turn"}
+    kinds = [
+        line["params"]["update"]["sessionUpdate"] for line in before if line.get("method") == "session/update"
+    ]
+    thought = "".join(u["content"]["text"] for u in updates(before, "agent_thought_chunk"))
+    assert thought == "Let me think about it carefully."
+    assert "".join(u["content"]["text"] for u in updates(before, "agent_message_chunk")) == "The answer."
+    assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
+
+
 def test_bad_lines_get_their_error_and_the_connection_stays_usable(tmp_path: Path) -> None:
     with running_agent(Script.echo(), tmp_path / "s.db", "--max-line-bytes", "4096") as (agent, _):
         agent.write(b"{not json\n")
