@@ -56,6 +56,7 @@ from ._jsonrpc import (
 )
 from ._ledger import Answer, PromptLedger
 from ._mcp import client_servers
+from ._notices import NOTICE_METHOD, notice_of, wants_notices
 from ._outcome import Failure, failure_data
 from ._permissions import decision_from_answer, denial
 from ._schema import (
@@ -205,6 +206,8 @@ class AcpAgent:
         self._token: trio.lowlevel.TrioToken | None = None
         self._gone = False
         self._max_text = max(1024, settings.max_line_bytes // 8)
+        self._notices = False
+        """Whether the client takes turnkeep's own notices (see :mod:`._notices`)."""
         self._window = host.settings.window.context_window
 
     # -- running ------------------------------------------------------------------------------------
@@ -389,7 +392,8 @@ class AcpAgent:
     # -- methods ------------------------------------------------------------------------------------
 
     async def _initialize(self, raw: msgspec.Raw, _: RequestId) -> InitializeResponse:
-        decode_params(raw, InitializeRequest)
+        params = decode_params(raw, InitializeRequest)
+        self._notices = wants_notices(params.client_capabilities.meta)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -699,6 +703,8 @@ class AcpAgent:
             return  # a child's event relayed (its own session has it)
         for update in session.builder.live(event, now=time.time()):
             await self._update(session.id, update)
+        if self._notices and (notice := notice_of(session.id, event)) is not None:
+            await self._write(encode_notification(NOTICE_METHOD, notice))
         if isinstance(event, ev.TurnStarted):
             session.current_turn = event.turn
             if session.ledger.cancelled_turn(event.turn):

@@ -73,6 +73,21 @@ def test_streamed_reasoning_reaches_the_editor_as_thought_chunks_before_the_answ
     assert kinds.index("agent_thought_chunk") < kinds.index("agent_message_chunk")
 
 
+def test_a_client_that_asks_hears_the_retries_as_turnkeep_notices(tmp_path: Path) -> None:
+    flaky = FaultPlan.scripted([Fault.server_error(), None, Fault.server_error()])
+    with running_agent(Script.echo(), tmp_path / "s.db", faults=flaky) as (agent, _):
+        session = agent.new_session(tmp_path / "ws")
+        quiet, before_quiet = agent.until_answer(agent.prompt(session, "one"))
+        capabilities = {"_meta": {"turnkeep/notices": True}}
+        agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        told, before_told = agent.until_answer(agent.prompt(session, "two"))
+    assert quiet["result"] == told["result"] == {"stopReason": "end_turn"}
+    assert not [line for line in before_quiet if line.get("method") == "_turnkeep/notice"]
+    (notice,) = [line["params"] for line in before_told if line.get("method") == "_turnkeep/notice"]
+    assert (notice["sessionId"], notice["kind"], notice["event"]["type"]) == (session, "retrying", "retrying")
+    assert "attempt 1 of" in notice["message"]
+
+
 def test_bad_lines_get_their_error_and_the_connection_stays_usable(tmp_path: Path) -> None:
     with running_agent(Script.echo(), tmp_path / "s.db", "--max-line-bytes", "4096") as (agent, _):
         agent.write(b"{not json\n")
