@@ -28,6 +28,7 @@ __all__ = [
     "Retrying",
     "SessionEvent",
     "StepAnswered",
+    "StepUsage",
     "SubagentEvent",
     "SubagentFinished",
     "SubagentStarted",
@@ -98,6 +99,18 @@ class ThoughtDelta(msgspec.Struct, frozen=True, tag=True):
     session: str
     turn: int
     text: str
+
+
+class StepUsage(msgspec.Struct, frozen=True, tag=True):
+    """What one model step consumed, as its provider reported it (published, not stored: the turn's end
+    carries the sum). The input and output of a step are the context it used."""
+
+    session: str
+    turn: int
+    step: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
 
 
 class McpServerStatus(msgspec.Struct, frozen=True, tag=True):
@@ -302,6 +315,7 @@ SessionEvent: TypeAlias = (
     | TurnResumed
     | TextDelta
     | ThoughtDelta
+    | StepUsage
     | McpServerStatus
     | Queued
     | Retrying

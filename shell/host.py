@@ -269,7 +269,8 @@ class AgentHost:
         with self._lock:
             known = self._sessions.get(session_id)
         if known is not None and self.store.owns(session_id):
-            self._subscribe_early(known, subscribers)
+            for subscriber in subscribers:
+                self.subscribe(session_id, subscriber)
             return self._address(session_id)
         if known is not None:  # another host took it since: this copy is stale, the store has the truth
             self._let_go(session_id, wait=True)

@@ -129,6 +129,9 @@ class UpdateBuilder:
         match event:
             case ev.TextDelta(text=text):
                 return [AgentMessageChunk(content=TextContent(text=clip(text, self.max_text)))]
+            case ev.StepUsage(input_tokens=used_in, output_tokens=used_out):
+                used = min(used_in + used_out, self.context_window)
+                return [UsageUpdate(used=used, size=self.context_window)]
             case ev.ThoughtDelta(text=text):
                 return [AgentThoughtChunk(content=TextContent(text=clip(text, self.max_text)))]
             case ev.ToolCallStarted():

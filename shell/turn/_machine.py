@@ -562,8 +562,19 @@ class TurnMachine:
             return self._ask(AskApply(task.replaced, "\n\n".join(self._summaries)), CompactionApplied)
         self._bridge.step_succeeded()
         actions: list[TurnAction] = []
-        if message.usage is not None and self._built is not None:
-            actions.append(TellCalibrate(self._built.estimated_tokens, message.usage.input_tokens))
+        usage = message.usage
+        if usage is not None:
+            if self._built is not None:
+                actions.append(TellCalibrate(self._built.estimated_tokens, usage.input_tokens))
+            step = ev.StepUsage(
+                self.settings.session_id,
+                self.number,
+                self.step,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cached_tokens,
+            )
+            actions.append(Publish(step))
         answer = message.message
         actions.append(AppendMessage(answer))
         self._calls = {call.id: call for call in answer.tool_calls}

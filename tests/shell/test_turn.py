@@ -16,6 +16,7 @@ from sampler import (
     ToolCall,
     ToolMessage,
     ToolResult,
+    Usage,
     UserMessage,
 )
 from shell import events as ev
@@ -70,6 +71,18 @@ def test_a_completed_turn_says_why_its_last_answer_stopped() -> None:
     answer = AssistantMessage(text="and then the")
     actions = m.feed(Completed(rid, answer, None, FinishReason.LENGTH, 1), 1.0)
     assert actions[-1] == tm.Finish(ev.TurnCompleted("s", 7, "and then the", 1, finish_reason="length"))
+
+
+def test_each_step_publishes_the_usage_its_provider_reported() -> None:
+    m = machine()
+    rid = sampling(m)
+    actions = m.feed(
+        Completed(rid, AssistantMessage(text="hi"), Usage(120, 8, 100), FinishReason.STOP, 1), 1.0
+    )
+    published = [a.event for a in actions if isinstance(a, tm.Publish)]
+    assert published == [ev.StepUsage("s", 7, 1, 120, 8, 100)]
+    silent = machine()
+    assert not [a for a in silent.feed(completed(sampling(silent)), 1.0) if isinstance(a, tm.Publish)]
 
 
 def test_streamed_reasoning_is_published_and_never_part_of_the_answer() -> None:

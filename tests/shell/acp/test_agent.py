@@ -46,7 +46,9 @@ def test_a_prompt_streams_its_answer_and_tool_calls_then_ends_its_turn(tmp_path:
     finals = [u for u in updates(before, "tool_call_update") if u.get("status") == "completed"]
     assert [u["toolCallId"] for u in finals] == [call_id]
     assert "".join(u["content"]["text"] for u in updates(before, "agent_message_chunk")) == "Done."
-    assert updates(before, "usage_update")[-1]["size"] > 0
+    usage = updates(before, "usage_update")
+    assert len(usage) == 3, "one after each of the two steps, one at the turn's end"
+    assert all(0 < u["used"] <= u["size"] for u in usage)
     # the call is announced before the permission request about it
     kinds = [line.get("method") or line["params"]["update"]["sessionUpdate"] for line in before]
     first_call = next(

@@ -119,7 +119,7 @@ def test_run_json_writes_each_event_as_a_line_and_exits_0_when_the_turn_complete
     assert result.returncode == 0, result.stderr
     events = json_lines(result.stdout)
     assert events[0]["type"] == "turn_started" and events[0]["turn"] == 1
-    assert {event["type"] for event in events[1:-1]} == {"text_delta"}
+    assert {event["type"] for event in events[1:-1]} == {"text_delta", "step_usage"}
     assert events[-1]["type"] == "turn_completed"
     assert events[-1]["text"] == "echo: hello there"
     assert len({event["session"] for event in events}) == 1

@@ -61,6 +61,7 @@ async def test_replay_starts_after_the_cursor_then_live_events_follow_in_seq_ord
                 "text": "done",
                 "steps": 1,
                 "usage": NO_USAGE,
+                "finish_reason": "stop",
             },
         )
     ]

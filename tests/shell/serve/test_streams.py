@@ -53,6 +53,7 @@ def test_a_live_turn_streams_typed_events_and_text_deltas_without_ids(tmp_path):
             "turn": 1,
             "text": "echo: hello",
             "steps": 1,
+            "finish_reason": "stop",
         }
 
 
