@@ -43,7 +43,8 @@ bench: $(STAMP_TEST)
 
 # Turns killed with SIGKILL mid-turn and finished by the next host (100 runs on SQLite, 25 on PostgreSQL),
 # the core promise under actor crashes and provider faults, then hosts killed and started again, then
-# turns that fan out to child sessions under actor crashes.
+# turns that fan out to child sessions under actor crashes, then 16 ACP sessions x 5 prompts under heavy
+# faults and actor crashes (three seeds).
 chaos: $(STAMP_TEST)
 	TURNKEEP_KILL_RUNS=100 REQUIRE_POSTGRES_TESTS=1 $(BIN)/python -m pytest -q tests/shell/session/test_resume_after_kill.py
 	for rate in 0.02 0.05 0.1; do for seed in 1 2 3 4 5; do \
@@ -58,6 +59,7 @@ chaos: $(STAMP_TEST)
 	for seed in 1 2 3; do \
 		$(BIN)/turnkeep chaos --seed $$seed --sessions 30 --turns 4 --actor-crash-rate 0.05 --subagents || exit 1; \
 	done
+	ACP_LOAD_RUNS=3 $(BIN)/python -m pytest -q tests/shell/acp/test_load.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
