@@ -153,16 +153,16 @@ class ProviderSettings(_Section, frozen=True):
         for other in self.models:
             if not (isinstance(other, str) and other):
                 raise self._fail("models", f"must be non-empty names, got {other!r}")
-
-    @property
-    def model_choices(self) -> list[str]:
-        """``model`` and then ``models``, each once."""
-        return list(dict.fromkeys([self.model, *self.models]))
         for key in ("api_key_env", "refresh_token_env"):
             value = getattr(self, key)
             if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
                 # The value is not shown: a key pasted here by mistake must not reach a log.
                 raise self._fail(key, "must be the name of an environment variable, not a key")
+
+    @property
+    def model_choices(self) -> list[str]:
+        """``model`` and then ``models``, each once."""
+        return list(dict.fromkeys([self.model, *self.models]))
 
 
 class WindowSettings(_Section, frozen=True):

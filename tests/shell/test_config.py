@@ -405,3 +405,9 @@ def test_a_tools_idempotency_entry_that_cannot_be_one_names_the_key(tmp_path, to
 
     assert error.key == key
     assert f"{key}: {problem}" in str(error)
+
+
+def test_the_models_a_session_may_switch_to_come_after_the_configured_one_each_once(tmp_path):
+    settings = load_settings(write(tmp_path, '[provider]\nmodel = "a"\nmodels = ["b", "a", "c"]\n'), {})
+    assert settings.provider.model_choices == ["a", "b", "c"]
+    assert error_of(write(tmp_path, '[provider]\nmodels = [""]\n')).key == "provider.models"
