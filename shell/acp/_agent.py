@@ -12,10 +12,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from ..host import AgentHost, HostError
 from ..messages import Cancel, SetModel, UserPrompt
 from ..store import SessionNotFound
 from ._config import SessionConfig, config_options
+from ._forward import Forward
 from ._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -59,16 +58,14 @@ from ._mcp import client_servers
 from ._notices import NOTICE_METHOD, notice_of, wants_notices
 from ._outcome import Failure, failure_data
 from ._permissions import decision_from_answer, denial
+from ._prompts import prompt_parts
 from ._schema import (
     PROTOCOL_VERSION,
     AgentCapabilities,
-    AudioContent,
     CancelNotification,
     CancelRequestNotification,
     CloseSessionRequest,
-    EmbeddedResource,
     Empty,
-    ImageContent,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -82,7 +79,6 @@ from ._schema import (
     PromptRequest,
     PromptResponse,
     RequestId,
-    ResourceLink,
     ResumeSessionRequest,
     SessionCapabilities,
     SessionConfigOption,
@@ -92,9 +88,6 @@ from ._schema import (
     SessionUpdate,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
-    TextContent,
-    TextResourceContents,
-    resource_contents,
 )
 from ._settings import AcpSettings
 from ._updates import UpdateBuilder, decode_stored, iso_time
@@ -118,50 +111,13 @@ Write = Callable[[bytes], Awaitable[bool]]
 """Writes one line; False once the client's end is gone."""
 
 
-class _Forward:
-    """A session's events sent into the agent's event channel, in order, until :meth:`detach`: a
-    connection that let the session go hears nothing more of it through this subscriber (one taken up
-    again gets a new one). Events that come while the loop has not taken the earlier ones yet go with them:
-    one wake of the loop for a burst, not one per event."""
-
-    def __init__(self, session_id: str, token: trio.lowlevel.TrioToken, send: trio.MemorySendChannel[Any]):
-        self._session_id = session_id
-        self._token = token
-        self._send = send
-        self._attached = True
-        self._lock = threading.Lock()
-        self._pending: deque[Any] = deque()
-
-    def detach(self) -> None:
-        self._attached = False
-
-    def _deliver(self) -> None:
-        with self._lock:
-            events, self._pending = self._pending, deque()
-        if not self._attached:
-            return
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            for event in events:
-                self._send.send_nowait((self._session_id, event))
-
-    def __call__(self, event: Any) -> None:
-        if not self._attached:
-            return
-        with self._lock:
-            wake = not self._pending
-            self._pending.append(event)
-        if wake:
-            with suppress(trio.RunFinishedError, RuntimeError):
-                self._token.run_sync_soon(self._deliver)
-
-
 @dataclass(slots=True)
 class _Session:
     id: str
     address: Any
     builder: UpdateBuilder
     mailbox: trio.MemorySendChannel[Callable[[], Awaitable[None]]]
-    forward: _Forward
+    forward: Forward
     config: SessionConfig
     ledger: PromptLedger = field(default_factory=PromptLedger)
     current_turn: int | None = None
@@ -209,6 +165,7 @@ class AcpAgent:
         self._notices = False
         """Whether the client takes turnkeep's own notices (see :mod:`._notices`)."""
         self._window = host.settings.window.context_window
+        self._default_config = SessionConfig(host.settings.provider.model)
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -453,23 +410,23 @@ class AcpAgent:
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"no session {params.session_id!r} is open on this connection")
         models = self._host.settings.provider.model_choices
-        wanted = session.config.set(params.config_id, params.value, models)
+        await self._configure(session, session.config.set(params.config_id, params.value, models))
+        return SetSessionConfigOptionResponse(config_options=self._options(session))
+
+    async def _configure(self, session: _Session, wanted: SessionConfig) -> None:
+        """Tell the session what changes from its options to ``wanted``, in order after the calls mailed
+        to it before; raises :class:`RpcError` -32603 when it does not take a change."""
         if wanted.model != session.config.model:
             await self._ask_in_order(session, SetModel(wanted.model))
         if wanted.permission_mode != session.config.permission_mode:
             await self._ask_in_order(session, SetPermissionMode(wanted.permission_mode))
         session.config = wanted
-        return SetSessionConfigOptionResponse(config_options=self._options(session))
 
     async def _reset_config(self, session: _Session) -> None:
         """Set the options the client changed back to the host's, so that the session taken up again is
         as a new connection describes it (a session that does not take it is logged, not failed)."""
-        default = SessionConfig(self._host.settings.provider.model)
         try:
-            if session.config.model != default.model:
-                await self._ask_in_order(session, SetModel(default.model))
-            if session.config.permission_mode != default.permission_mode:
-                await self._ask_in_order(session, SetPermissionMode(default.permission_mode))
+            await self._configure(session, self._default_config)
         except RpcError as error:
             logger.warning("session %s: its options were not set back: %s", session.id, error.message)
 
@@ -499,20 +456,19 @@ class AcpAgent:
             raise RpcError(INTERNAL_ERROR, f"the session did not take {type(message).__name__}: {outcome[0]}")
         return outcome[0]
 
-    async def _attach(self, session_id: str, address: Any, forward: _Forward) -> _Session:
+    async def _attach(self, session_id: str, address: Any, forward: Forward) -> _Session:
         """The connection's record of a session opened or taken up with ``forward`` subscribed."""
         send, receive = trio.open_memory_channel[Callable[[], Awaitable[None]]](math.inf)
         builder = UpdateBuilder(self._window, self._max_text)
-        config = SessionConfig(self._host.settings.provider.model)
-        session = _Session(session_id, address, builder, send, forward, config)
+        session = _Session(session_id, address, builder, send, forward, self._default_config)
         self._sessions[session_id] = session
         assert self._nursery is not None
         self._nursery.start_soon(self._run_mailbox, receive, session.mailbox_done)
         return session
 
-    def _forwarder(self, session_id: str) -> _Forward:
+    def _forwarder(self, session_id: str) -> Forward:
         assert self._token is not None
-        return _Forward(session_id, self._token, self._events_in)
+        return Forward(session_id, self._token, self._events_in)
 
     async def _record(self, session_id: str) -> Any:
         """The stored record of a session that can be taken up; :class:`RpcError` -32002 for one the store
@@ -630,7 +586,7 @@ class AcpAgent:
         session = self._sessions.get(params.session_id)
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"no session {params.session_id!r} is open on this connection")
-        text, images = _prompt_parts(params.prompt)
+        text, images = prompt_parts(params.prompt)
         session.ledger.submit(message.id)
         prompt = UserPrompt(text, images)
 
@@ -778,37 +734,3 @@ def _note_settled(session: _Session) -> None:
     """Tell a connection letting ``session`` go that nothing is owed to its prompts any more."""
     if session.settled is not None and not session.ledger.owed:
         session.settled.set()
-
-
-def _prompt_parts(blocks: list[Any]) -> tuple[str, tuple[Any, ...]]:
-    """A prompt's content blocks as the text and images of a :class:`UserPrompt`. Raises
-    :class:`RpcError` -32602 for audio (not offered) and an empty prompt."""
-    from sampler import ImagePart
-
-    texts: list[str] = []
-    images: list[ImagePart] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            texts.append(block.text)
-        elif isinstance(block, ImageContent):
-            images.append(ImagePart(media_type=block.mime_type, data=block.data))
-        elif isinstance(block, ResourceLink):
-            texts.append(f"[{block.name}]({block.uri})")
-        elif isinstance(block, EmbeddedResource):
-            try:
-                contents = resource_contents(block)
-            except msgspec.ValidationError as error:
-                raise RpcError(INVALID_PARAMS, f"invalid embedded resource: {error}") from None
-            if isinstance(contents, TextResourceContents):
-                texts.append(f"<resource uri={contents.uri!r}>\n{contents.text}\n</resource>")
-            else:
-                texts.append(
-                    f"[binary resource {contents.uri} ({contents.mime_type or 'unknown type'}) not shown]"
-                )
-        elif isinstance(block, AudioContent):
-            raise RpcError(
-                INVALID_PARAMS, "audio prompts are not supported (promptCapabilities.audio is false)"
-            )
-    if not texts and not images:
-        raise RpcError(INVALID_PARAMS, "the prompt is empty")
-    return "\n\n".join(texts), tuple(images)

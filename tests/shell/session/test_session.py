@@ -37,6 +37,16 @@ def leak_check() -> Iterator[None]:
     assert system_threads() - before == set()
 
 
+def talk_until_text(harness: Harness, session: Any) -> list[Any]:
+    """Prompt ``session`` and return its events up to the first ``TextDelta``: its turn is streaming."""
+    harness.prompt(session, "talk")
+    inbox = harness.inboxes["s1"]
+    seen: list[Any] = []
+    while not of(seen, ev.TextDelta):
+        seen.append(inbox.get(timeout=10))
+    return seen
+
+
 def stored_types(harness: Harness) -> list[str]:
     return [kind for kind, _ in harness.stored_events()]
 
@@ -191,11 +201,7 @@ def test_cancel_mid_stream_salvages_the_partial_answer_and_the_next_turn_works(
     with FakeProvider(Script.text("A fairly long answer that stalls."), faults=faults) as provider:
         harness = Harness(tmp_path, provider)
         session = harness.open()
-        harness.prompt(session, "talk")
-        inbox = harness.inboxes["s1"]
-        seen: list[Any] = []
-        while not of(seen, ev.TextDelta):
-            seen.append(inbox.get(timeout=10))
+        seen = talk_until_text(harness, session)
         assert session.ask(Cancel())
         events = seen + harness.until_end()
         after = harness.turn(session, "again")
@@ -213,11 +219,7 @@ def test_a_model_switch_applies_from_the_next_turn_and_the_turn_in_flight_keeps_
     with FakeProvider(Script.text("A fairly long answer that stalls."), faults=faults) as provider:
         harness = Harness(tmp_path, provider)
         session = harness.open()
-        harness.prompt(session, "talk")
-        inbox = harness.inboxes["s1"]
-        seen: list[Any] = []
-        while not of(seen, ev.TextDelta):
-            seen.append(inbox.get(timeout=10))
+        seen = talk_until_text(harness, session)
         assert session.ask(SetModel("fake-large")) == "fake-large"
         assert session.ask(Cancel())
         first = seen + harness.until_end()
