@@ -21,6 +21,9 @@ __all__ = ["Taps"]
 logger = logging.getLogger("turnkeep.serve")
 
 
+_UNSTORED = (ev.StepUsage, ev.ThoughtDelta)
+"""Events published and never stored that the service's streams do not carry."""
+
 class Taps:
     """Subscribes once per session (:meth:`ensure`, blocking: call it off the event loop) and hands each
     event to the buffers registered for that session or for all sessions. Thread-safe."""
@@ -111,6 +114,8 @@ class Taps:
                 self._pending.get(session_id, {}).pop(event.call_id, None)
             elif isinstance(event, ev.TERMINAL_EVENTS):
                 self._pending.pop(session_id, None)
+        if isinstance(event, _UNSTORED):
+            return  # announcing it would make the stream wait for a stored event that never comes
         for buffer in readers:
             if isinstance(event, ev.TextDelta):
                 buffer.delta(session_id, event.turn, event.text)
