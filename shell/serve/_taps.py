@@ -24,6 +24,7 @@ logger = logging.getLogger("turnkeep.serve")
 _UNSTORED = (ev.StepUsage, ev.ThoughtDelta)
 """Events published and never stored that the service's streams do not carry."""
 
+
 class Taps:
     """Subscribes once per session (:meth:`ensure`, blocking: call it off the event loop) and hands each
     event to the buffers registered for that session or for all sessions. Thread-safe."""
