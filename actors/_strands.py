@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,20 +39,30 @@ _BUDGET = 64
 _local = threading.local()
 
 
-@contextlib.contextmanager
-def blocking() -> Iterator[None]:
+class _Blocking:
+    """The context manager :func:`blocking` returns (one for all: the worker keeps the nesting)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        worker: _Worker | None = getattr(_local, "worker", None)
+        if worker is not None:
+            worker._enter_blocking()
+
+    def __exit__(self, *_: object) -> None:
+        worker: _Worker | None = getattr(_local, "worker", None)
+        if worker is not None:
+            worker._leave_blocking()
+
+
+_BLOCKING = _Blocking()
+
+
+def blocking() -> contextlib.AbstractContextManager[None]:
     """Mark a wait inside a handler (a reply, a lock, a file or a database write): while it lasts, the
     other actors of the handler's strand go on, the pool may add a worker, and the time does not count
     towards the handler being stuck. Does nothing outside a worker; nests."""
-    worker: _Worker | None = getattr(_local, "worker", None)
-    if worker is None:
-        yield
-        return
-    worker._enter_blocking()
-    try:
-        yield
-    finally:
-        worker._leave_blocking()
+    return _BLOCKING
 
 
 def wait_helping(mate: Runner, answered: Callable[[], bool], deadline: float) -> None:

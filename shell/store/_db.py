@@ -7,14 +7,16 @@ and :class:`StoreBackend` (a database opened and migrated, with its connections)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ._records import Backend
 
 __all__ = ["Db", "StoreBackend", "Transactions"]
+
+T = TypeVar("T")
 
 
 class Db(Protocol):
@@ -37,6 +39,12 @@ class Transactions(Protocol):
 
     def translate(self) -> AbstractContextManager[None]:
         """Turns a driver error raised in the block into the :class:`~shell.store.StoreError` it means."""
+        ...
+
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        """``op`` in a transaction of its own, committed when this returns (as ``op`` inside
+        :meth:`write` and :meth:`translate`): an error of ``op`` or of the commit rolls it back and is
+        raised, a driver error as the :class:`~shell.store.StoreError` it means."""
         ...
 
     def renew_savepoint(self, db: Db, name: str) -> None:

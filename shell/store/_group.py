@@ -67,10 +67,6 @@ def _result(outcome: Outcome) -> Any:
     return outcome.value
 
 
-class _Undo(Exception):
-    """Unwinds the transaction of a lone write that failed (its error is its outcome)."""
-
-
 class GroupWriter:
     """The writer thread of one store, and the door callers' writes go through.
 
@@ -96,7 +92,7 @@ class GroupWriter:
         self._batches = Batches(limit)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
-        self._stats = WriterStats()
+        self._commits = self._writes = self._largest = 0
         self._running = 0
         """Writes in the transaction in progress (0: none is); one transaction at a time, by the writer
         thread or by a caller making its write itself."""
@@ -110,7 +106,7 @@ class GroupWriter:
     def stats(self) -> WriterStats:
         """The transactions committed so far, and the writes they held."""
         with self._lock:
-            return self._stats
+            return WriterStats(self._commits, self._writes, self._largest)
 
     @property
     def waiting(self) -> int:
@@ -172,8 +168,9 @@ class GroupWriter:
             if self._batches.waiting or self._batches.closed:
                 self._work.notify_all()
             if committed:
-                before = self._stats
-                self._stats = WriterStats(before.commits + 1, before.writes + 1, max(before.largest, 1))
+                self._commits += 1
+                self._writes += 1
+                self._largest = self._largest or 1
         return outcome
 
     def _queued(self, op: Callable[[Db], T], *, conflicts: int) -> T:
@@ -271,21 +268,12 @@ class GroupWriter:
         return outcomes
 
     def _make_alone(self, transactions: Transactions, op: Callable[[Db], object]) -> Outcome:
-        """One write in a transaction of its own, with no savepoint: a write that fails rolls the whole
-        transaction back. An error rolling back or committing escapes and fails the batch."""
-        failed: Failed | None = None
+        """One write in a transaction of its own, with no savepoint: a write that fails (or whose commit
+        fails) rolls the whole transaction back and has its error as its outcome."""
         try:
-            with transactions.write() as db:
-                try:
-                    with transactions.translate():
-                        value = op(db)
-                except Exception as error:
-                    failed = Failed(error, conflict=transactions.is_conflict(error))
-                    raise _Undo from error
-        except _Undo:
-            assert failed is not None
-            return failed
-        return Succeeded(value)
+            return Succeeded(transactions.write_one(op))
+        except Exception as error:
+            return Failed(error, conflict=transactions.is_conflict(error))
 
     def _settle(
         self, batch: Sequence[Pending], outcomes: list[Outcome] | None, failure: BaseException | None
@@ -296,10 +284,9 @@ class GroupWriter:
             if self._batches.waiting or self._batches.closed:
                 self._work.notify_all()  # the next batch may start, or the closing writer may end
             if failure is None:
-                before = self._stats
-                self._stats = WriterStats(
-                    before.commits + 1, before.writes + len(batch), max(before.largest, len(batch))
-                )
+                self._commits += 1
+                self._writes += len(batch)
+                self._largest = max(self._largest, len(batch))
         for pending in settled:
             cast(_Call, pending).done.set()
 

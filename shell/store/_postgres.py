@@ -26,7 +26,7 @@ from psycopg.pq import TransactionStatus
 from actors import blocking
 
 from . import _schema
-from ._db import Db
+from ._db import Db, T
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreUnavailable, StoreVersionError
 
 __all__ = ["PostgresBackend"]
@@ -182,6 +182,11 @@ class PostgresBackend:
         """Turns a psycopg error raised in the block into the :class:`StoreError` it means."""
         return self._translate()
 
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        """``op`` in a transaction of its own, committed when this returns."""
+        with self.write() as db, self._translate():
+            return op(db)
+
     def renew_savepoint(self, db: Db, name: str) -> None:
         """Release the savepoint ``name`` and set it again, in one round trip."""
         db.run(f"RELEASE SAVEPOINT {name}; SAVEPOINT {name}")
@@ -300,6 +305,10 @@ class _Writer:
     def translate(self) -> AbstractContextManager[None]:
         """As :meth:`PostgresBackend.translate`."""
         return self._backend.translate()
+
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        """As :meth:`PostgresBackend.write_one`."""
+        return self._backend.write_one(op)
 
     def renew_savepoint(self, db: Db, name: str) -> None:
         """As :meth:`PostgresBackend.renew_savepoint`."""

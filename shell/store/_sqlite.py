@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 from . import _schema
-from ._db import Db
+from ._db import Db, T
 from ._errors import StoreBusy, StoreClosed, StoreCorrupt, StoreError, StoreVersionError
 
 __all__ = ["SqliteBackend", "SqliteWriter"]
@@ -59,14 +59,34 @@ class _SqliteDialect:
     def _translate(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.OperationalError as error:
-            if _is_busy(error):
-                raise StoreBusy(f"{self._path} stayed locked by another process: {error}") from error
-            raise StoreError(f"{self._path}: {error}") from error
-        except sqlite3.DatabaseError as error:
-            raise StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path) from error
         except sqlite3.Error as error:
-            raise StoreError(f"{self._path}: {error}") from error
+            raise self._meaning(error) from error
+
+    def _meaning(self, error: sqlite3.Error) -> StoreError:
+        """The :class:`StoreError` a :mod:`sqlite3` error means."""
+        if isinstance(error, sqlite3.OperationalError):
+            if _is_busy(error):
+                return StoreBusy(f"{self._path} stayed locked by another process: {error}")
+            return StoreError(f"{self._path}: {error}")
+        if isinstance(error, sqlite3.DatabaseError):
+            return StoreCorrupt(f"{self._path} is unreadable: {error}", path=self._path)
+        return StoreError(f"{self._path}: {error}")
+
+    def _write_one(self, connection: sqlite3.Connection, op: Callable[[Db], T]) -> T:
+        """``op`` in a write transaction of its own on ``connection``, committed when this returns."""
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                value = op(_Connection(connection))
+                connection.execute("COMMIT")
+            except BaseException:
+                # A COMMIT refused (a deferred constraint) leaves the transaction open.
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise self._meaning(error) from error
+        return value
 
 
 class SqliteBackend(_SqliteDialect):
@@ -124,6 +144,11 @@ class SqliteBackend(_SqliteDialect):
         """The connection in a write transaction, committed at the end of the block."""
         with self._lock, self._translate(), _transaction(self._live()) as db:
             yield db
+
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        """``op`` in a write transaction of its own, committed when this returns."""
+        with self._lock:
+            return self._write_one(self._live(), op)
 
     def writer(self) -> SqliteWriter:
         """A connection of its own for the store's group writer to write with."""
@@ -205,6 +230,12 @@ class SqliteWriter(_SqliteDialect):
             raise StoreClosed("the session store's writer is closed")
         with self._translate(), _transaction(self._connection) as db:
             yield db
+
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        """``op`` in a write transaction of its own, committed when this returns."""
+        if self._connection is None:
+            raise StoreClosed("the session store's writer is closed")
+        return self._write_one(self._connection, op)
 
     def close(self) -> None:
         """Close the connection; calling it again does nothing."""

@@ -721,8 +721,7 @@ class SessionStore:
         commit; either way committed when this returns."""
         if self._writer is not None:
             return self._writer.submit(write)
-        with self._backend.write() as db:
-            return write(db)
+        return self._backend.write_one(write)
 
     def _update_open(self, session_id: str, assignments: str, params: tuple[Any, ...]) -> None:
         """Set ``assignments`` (and ``updated_at``) on the row of an open session."""

@@ -5,9 +5,9 @@ writer that recovers when it cannot get a connection."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,6 +15,8 @@ from shell.store import StoreError, StoreTimeout, StoreUnavailable
 from shell.store._db import Db
 from shell.store._group import ACK_GRACE, GroupWriter, ack_timeout
 from tests.shell.store._holding import Calls, wait_until
+
+T = TypeVar("T")
 
 
 class Deadlock(StoreError):
@@ -52,6 +54,10 @@ class RecordingTransactions:
 
     def translate(self) -> AbstractContextManager[None]:
         return nullcontext()
+
+    def write_one(self, op: Callable[[Db], T]) -> T:
+        with self.write() as db:
+            return op(db)
 
     def renew_savepoint(self, db: Db, name: str) -> None:
         db.run(f"RENEW {name}")
