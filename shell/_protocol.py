@@ -24,11 +24,12 @@ class BeginTurn(msgspec.Struct, frozen=True, tag=True):
 
 
 class StartTurn(msgspec.Struct, frozen=True, tag=True):
-    """Record that ``turn`` is in flight and append its prompt, in one transaction; acknowledged with the
-    prompt's seq."""
+    """Record that ``turn`` is in flight and append its prompt, then log ``events`` (the turn's
+    ``TurnStarted``), in one transaction; acknowledged with the prompt's seq."""
 
     turn: int
     prompt: Message
+    events: tuple[msgspec.Struct, ...] = ()
 
 
 class EndTurn(msgspec.Struct, frozen=True, tag=True):

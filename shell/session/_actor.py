@@ -278,7 +278,9 @@ class SessionActor(Actor):
             rt.turn = self._machine(number)
             self._feed(tm.Resume(plan))
             return
-        if not self._record_start(rt.next_turn, rt.prompts[0]):
+        # A traced turn's span begins with the turn: its TurnStarted, which carries the span, comes after.
+        announced = rt.traceparent is None
+        if not self._record_start(rt.next_turn, rt.prompts[0], announced=announced):
             if rt.gate is not None:
                 rt.gate.leave(self.address)
             return
@@ -286,21 +288,24 @@ class SessionActor(Actor):
         rt.turn_generation = rt.generation
         rt.turn = self._machine(rt.next_turn)
         rt.next_turn += 1
-        self._feed(tm.Begin(prompt))
+        self._feed(tm.Begin(prompt, announced=announced))
 
     def _machine(self, number: int) -> tm.TurnMachine:
         rt = self._rt
         settings = self._opts.turn_settings()
         return tm.TurnMachine(number, settings, bridge=rt.bridge, doom_loop=rt.doom_loop, ids=rt.ids.__next__)
 
-    def _record_start(self, number: int, prompt: UserPrompt) -> bool:
-        """Store the turn as started with its prompt; False when it must wait (the prompt stays first in
-        line, and a start is tried again). After :data:`_START_TRIES` failures it is kept to be stored
-        later and the turn goes on, to fail at its first read of the history."""
+    def _record_start(self, number: int, prompt: UserPrompt, *, announced: bool) -> bool:
+        """Store the turn as started with its prompt (and, when ``announced``, its ``TurnStarted``); False
+        when it must wait (the prompt stays first in line, and a start is tried again). After
+        :data:`_START_TRIES` failures it is kept to be stored later and the turn goes on, to fail at its
+        first read of the history."""
         rt = self._rt
         message = UserMessage((TextPart(prompt.text), *prompt.images))
+        started = ev.TurnStarted(self._opts.session_id, number, prompt.text) if announced else None
+        keep = rt.start_failures + 1 >= _START_TRIES
         try:
-            self._history.begin_turn(number, message, keep_on_failure=rt.start_failures + 1 >= _START_TRIES)
+            self._history.begin_turn(number, message, started, keep_on_failure=keep)
         except HistoryError as exc:
             rt.start_failures += 1
             if exc.kind not in ("aborted", "fenced"):
@@ -447,10 +452,15 @@ class SessionActor(Actor):
         """The write to the history that ``action`` of turn ``number`` makes."""
         if isinstance(action, tm.AppendMessage):
             return Append(number, action.message)
-        event = action.event
-        if isinstance(event, ev.TurnStarted) and self._rt.traceparent is not None:
-            event = msgspec.structs.replace(event, traceparent=self._traceparent(number))
+        event = self._traced(action.event, number)
         return LogEvent(getattr(event, "turn", 0), event)
+
+    def _traced(self, event: Any, number: int) -> Any:
+        """``event`` with the trace context of turn ``number`` when it is the turn's ``TurnStarted`` and the
+        host traces its turns."""
+        if isinstance(event, ev.TurnStarted) and self._rt.traceparent is not None:
+            return msgspec.structs.replace(event, traceparent=self._traceparent(number))
+        return event
 
     def _perform_ending(self, turn: tm.TurnMachine, actions: list[tm.TurnAction]) -> None:
         """Perform the actions of a turn that has ended: a write that fails is kept to be made later. The
@@ -497,11 +507,9 @@ class SessionActor(Actor):
         number = turn.number
         match action:
             case tm.Publish(event):
-                self._publish(event)
-            case tm.Emit(ev.TurnStarted() as started) if self._rt.traceparent is not None:
-                self._emit(msgspec.structs.replace(started, traceparent=self._traceparent(number)))
+                self._publish(self._traced(event, number))
             case tm.Emit(event):
-                self._emit(event)
+                self._emit(self._traced(event, number))
             case tm.AppendMessage(message):
                 self._history.ask(Append(number, message))
             case tm.TellCalibrate(estimated, reported):

@@ -146,9 +146,18 @@ class ChatStateActor(Actor):
 
     @handles(StartTurn)
     def _start_turn(self, message: StartTurn) -> int:
-        seq = self._write(
-            lambda: self._store.start_turn(self._options.session_id, message.turn, message.prompt)
+        for event in message.events:
+            self._noticed(event)
+        written = self._write(
+            lambda: self._store.write_turn(
+                self._options.session_id,
+                message.turn,
+                messages=(message.prompt,),
+                events=message.events,
+                begins=True,
+            )
         )
+        seq = written.messages[0]
         self._appended(seq, message.turn, message.prompt)
         return seq
 

@@ -104,18 +104,26 @@ class History:
                 raise HistoryError("store", f"the session store failed: {exc}") from exc
         raise AssertionError("unreachable")
 
-    def begin_turn(self, number: int, prompt: UserMessage, *, keep_on_failure: bool) -> None:
-        """Store turn ``number`` as started, with its prompt, after every write already kept. Raises
-        :class:`HistoryError` — unless ``keep_on_failure`` and the session is not stopping: then what could
-        not be written is kept for :meth:`flush`."""
+    def begin_turn(
+        self, number: int, prompt: UserMessage, started: Any = None, *, keep_on_failure: bool
+    ) -> None:
+        """Store turn ``number`` as started, with its prompt and the event ``started`` that announces it
+        (unless None), in one transaction, after every write already kept. Raises :class:`HistoryError` —
+        unless ``keep_on_failure`` and the session is not stopping: then what could not be written is kept
+        for :meth:`flush`."""
+        announced = () if started is None else (started,)
         try:
             if self.kept:
                 raise HistoryError("store", "earlier writes wait to be recorded")
-            self.ask(StartTurn(number, prompt))
+            self.ask(StartTurn(number, prompt, announced))
         except HistoryError as exc:
             if not keep_on_failure or exc.kind in ("aborted", "fenced"):
                 raise
-            self.kept += [BeginTurn(number), Append(number, prompt)]
+            self.kept += [
+                BeginTurn(number),
+                Append(number, prompt),
+                *(LogEvent(number, e) for e in announced),
+            ]
 
     def answer(
         self,

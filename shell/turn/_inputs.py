@@ -60,9 +60,11 @@ class Sibling(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Begin:
-    """Start the turn; its prompt is already in the history."""
+    """Start the turn; its prompt is already in the history. With ``announced``, so is its
+    ``TurnStarted`` (stored with the prompt): the turn then only publishes it."""
 
     prompt: UserPrompt
+    announced: bool = False
 
 
 @dataclass(frozen=True, slots=True)

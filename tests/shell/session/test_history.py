@@ -11,7 +11,7 @@ import pytest
 from actors import ActorUnavailable, AskTimeout
 from sampler import TextPart, UserMessage
 from shell._protocol import Append, BeginTurn, EndTurn, FinishTurn, LogEvent, StartTurn
-from shell.events import TurnCancelled
+from shell.events import TurnCancelled, TurnStarted
 from shell.session import write_to_store
 from shell.session._history import History, HistoryError
 from shell.store import open_store
@@ -43,6 +43,7 @@ def history(chat_state: FakeChatState, *, stopping: bool = False) -> History:
 
 
 PROMPT = UserMessage((TextPart("hello"),))
+STARTED = TurnStarted("s", 3, "hello")
 
 
 def test_an_ask_rides_out_a_restart(chat_state: FakeChatState) -> None:
@@ -101,7 +102,14 @@ def test_a_write_follows_the_kept_writes_and_is_kept_itself_when_it_cannot_be_ma
     assert chat_state.made == [BeginTurn(1), EndTurn(), BeginTurn(2)] and line.kept == []
 
 
-def test_a_turn_start_is_one_ask_that_begins_the_turn_with_its_prompt(chat_state: FakeChatState) -> None:
+def test_a_turn_start_is_one_ask_that_begins_the_turn_with_its_prompt_and_its_announcement(
+    chat_state: FakeChatState,
+) -> None:
+    history(chat_state).begin_turn(3, PROMPT, STARTED, keep_on_failure=False)
+    assert chat_state.made == [StartTurn(3, PROMPT, (STARTED,))]
+
+
+def test_a_turn_start_without_its_announcement_stores_the_prompt_alone(chat_state: FakeChatState) -> None:
     history(chat_state).begin_turn(3, PROMPT, keep_on_failure=False)
     assert chat_state.made == [StartTurn(3, PROMPT)]
 
@@ -119,18 +127,18 @@ def test_a_turn_start_that_cannot_be_written_raises_or_is_kept_as_asked(chat_sta
     line = history(chat_state)
     chat_state.failures = 5
     with pytest.raises(HistoryError):
-        line.begin_turn(3, PROMPT, keep_on_failure=False)
+        line.begin_turn(3, PROMPT, STARTED, keep_on_failure=False)
     assert line.kept == []
     chat_state.failures = 5
-    line.begin_turn(3, PROMPT, keep_on_failure=True)
-    assert line.kept == [BeginTurn(3), Append(3, PROMPT)]
+    line.begin_turn(3, PROMPT, STARTED, keep_on_failure=True)
+    assert line.kept == [BeginTurn(3), Append(3, PROMPT), LogEvent(3, STARTED)]
 
 
 def test_a_turn_start_is_refused_while_earlier_writes_wait(chat_state: FakeChatState) -> None:
     line = history(chat_state)
     line.kept.append(EndTurn())
     with pytest.raises(HistoryError) as caught:
-        line.begin_turn(3, PROMPT, keep_on_failure=False)
+        line.begin_turn(3, PROMPT, STARTED, keep_on_failure=False)
     assert caught.value.kind == "store" and chat_state.made == []
 
 
@@ -138,7 +146,7 @@ def test_a_stopping_session_never_keeps_a_turn_start(chat_state: FakeChatState) 
     line = history(chat_state, stopping=True)
     chat_state.failures = 2
     with pytest.raises(HistoryError) as caught:
-        line.begin_turn(3, PROMPT, keep_on_failure=True)
+        line.begin_turn(3, PROMPT, STARTED, keep_on_failure=True)
     assert caught.value.kind == "aborted" and line.kept == []
 
 

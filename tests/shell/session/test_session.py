@@ -72,6 +72,29 @@ def test_a_turn_with_tools_completes_and_everything_is_stored(tmp_path: Path, le
     assert report.clean
 
 
+def test_a_turn_is_begun_with_its_prompt_and_its_announcement_in_one_write(tmp_path: Path) -> None:
+    with FakeProvider(Script.task([FinalAnswer("Hi.")])) as provider:
+        harness = Harness(tmp_path, provider)
+        writes: list[tuple[list[str], list[str], bool]] = []
+        write_turn = harness.store.write_turn
+
+        def recording(session_id: str, turn: int, **kwargs: Any) -> Any:
+            messages, events = kwargs.get("messages", ()), kwargs.get("events", ())
+            names = ([type(m).__name__ for m in messages], [type(e).__name__ for e in events])
+            writes.append((*names, kwargs.get("begins", False)))
+            return write_turn(session_id, turn, **kwargs)
+
+        harness.store.write_turn = recording  # type: ignore[method-assign]
+        session = harness.open()
+        events = harness.turn(session, "hello")
+        harness.close()
+    assert isinstance(events[-1], ev.TurnCompleted)
+    assert of(events, ev.TurnStarted) == [ev.TurnStarted("s1", 1, "hello")]
+    assert writes[0] == (["UserMessage"], ["TurnStarted"], True)
+    assert len(writes) == 2  # the start, and the answer with the turn's end
+    assert stored_types(harness) == ["TurnStarted", "TurnCompleted"]
+
+
 def test_every_tool_call_reported_finished_was_reported_started_whatever_ended_it(
     tmp_path: Path, leak_check: None
 ) -> None:
