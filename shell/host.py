@@ -693,6 +693,7 @@ class AgentHost:
             telemetry, store = self.telemetry, self.store
             runtime.observer = telemetry.observe
             runtime.traceparent = telemetry.traceparent
+            runtime.prepare_trace = telemetry.prepare
             runtime.interrupted = lambda session, number: telemetry.interrupted(store, session, number)
         runtime.on_fenced = lambda: self._let_go(session_id)
         return Built(runtime, parts, servers)

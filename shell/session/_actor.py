@@ -278,31 +278,32 @@ class SessionActor(Actor):
             rt.turn = self._machine(number)
             self._feed(tm.Resume(plan))
             return
-        # A traced turn's span begins with the turn: its TurnStarted, which carries the span, comes after.
-        announced = rt.traceparent is None
-        if not self._record_start(rt.next_turn, rt.prompts[0], announced=announced):
+        begin = tm.Begin(rt.prompts[0], announced=True)
+        if not self._record_start(rt.next_turn, begin):
             if rt.gate is not None:
                 rt.gate.leave(self.address)
             return
-        prompt = rt.prompts.popleft()
+        rt.prompts.popleft()
         rt.turn_generation = rt.generation
         rt.turn = self._machine(rt.next_turn)
         rt.next_turn += 1
-        self._feed(tm.Begin(prompt, announced=announced))
+        self._feed(begin)
 
     def _machine(self, number: int) -> tm.TurnMachine:
         rt = self._rt
         settings = self._opts.turn_settings()
         return tm.TurnMachine(number, settings, bridge=rt.bridge, doom_loop=rt.doom_loop, ids=rt.ids.__next__)
 
-    def _record_start(self, number: int, prompt: UserPrompt, *, announced: bool) -> bool:
-        """Store the turn as started with its prompt (and, when ``announced``, its ``TurnStarted``); False
-        when it must wait (the prompt stays first in line, and a start is tried again). After
-        :data:`_START_TRIES` failures it is kept to be stored later and the turn goes on, to fail at its
-        first read of the history."""
+    def _record_start(self, number: int, begin: tm.Begin) -> bool:
+        """Store the turn as started with its prompt and its ``TurnStarted`` (with the turn's trace
+        context, begun now when the host traces turns); False when it must wait (the prompt stays first in
+        line, and a start is tried again). After :data:`_START_TRIES` failures it is kept to be stored
+        later and the turn goes on, to fail at its first read of the history."""
         rt = self._rt
+        prompt = begin.prompt
         message = UserMessage((TextPart(prompt.text), *prompt.images))
-        started = ev.TurnStarted(self._opts.session_id, number, prompt.text) if announced else None
+        trace = None if rt.prepare_trace is None else rt.prepare_trace(self._opts.session_id, number, begin)
+        started = ev.TurnStarted(self._opts.session_id, number, prompt.text, traceparent=trace)
         keep = rt.start_failures + 1 >= _START_TRIES
         try:
             self._history.begin_turn(number, message, started, keep_on_failure=keep)

@@ -94,6 +94,9 @@ class SessionRuntime:
     ``aborted``; cut off by its subtree giving up, it fails ``internal``."""
     observer: Callable[[str, int, object, list[Any]], None] | None = None
     """Told every input fed to the turn machine with the actions it returned (the host's telemetry)."""
+    prepare_trace: Callable[[str, int, tm.Begin], str | None] | None = None
+    """Begins the trace of a turn (session, turn, its ``Begin``) before its start is stored, and gives its
+    W3C trace context, which the stored ``TurnStarted`` carries (the host's telemetry)."""
     traceparent: Callable[[str, int, str | None], str | None] | None = None
     """Gives the W3C trace context (session, turn, a model call's request id or None for the turn) that the
     turn's messages carry to the actors doing its work (the host's telemetry)."""

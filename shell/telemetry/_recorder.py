@@ -133,6 +133,18 @@ class TurnRecorder:
                     del self._turns[key]
                     self._end(turn, action.event)
 
+    def prepare(self, session_id: str, number: int, begin: tm.Begin) -> str | None:
+        """Begin the span of turn ``number`` now, as ``begin`` fed to it would (nothing when it is begun
+        already), and return its ``traceparent``: a session stores it with the turn's start, before the
+        turn is fed ``begin`` (which then finds its span begun). A turn prepared that never begins (its
+        session stopped first) keeps its span open until telemetry stops, which ends it with an error
+        status."""
+        with self._lock:
+            turn = self._turns.get((session_id, number))
+            if turn is None:
+                turn = self._turns[(session_id, number)] = self._begin(session_id, number, begin)
+            return turn.traceparent
+
     def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
         """The W3C ``traceparent`` the work of turn ``number`` is asked for with: the span of the model
         call ``request_id`` when one is given and open, else the turn's own span; None for a turn without

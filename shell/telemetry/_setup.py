@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 
 from actors.messages import DeadLetter
 
+from .. import turn as tm
 from ..config import TelemetrySettings
 from ..store import SessionStore
 from ._kinds import actor_kind
@@ -81,6 +82,16 @@ class Telemetry:
             self.recorder.observe(session_id, number, message, actions)
         except Exception:
             logger.exception("telemetry: recording turn %s of session %s failed", number, session_id)
+
+    def prepare(self, session_id: str, number: int, begin: tm.Begin) -> str | None:
+        """See :meth:`TurnRecorder.prepare`; a failure is logged and gives None (no context)."""
+        try:
+            return self.recorder.prepare(session_id, number, begin)
+        except Exception:
+            logger.exception(
+                "telemetry: beginning the trace of turn %s of session %s failed", number, session_id
+            )
+            return None
 
     def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
         """See :meth:`TurnRecorder.traceparent`; a failure is logged and gives None (no context)."""

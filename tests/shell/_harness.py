@@ -107,6 +107,7 @@ class Harness:
         if self.telemetry is not None:
             runtime.observer = self.telemetry.observe
             runtime.traceparent = self.telemetry.traceparent
+            runtime.prepare_trace = self.telemetry.prepare
         self.system.spawn(session_spec(path.child_name, parts, runtime))
         session = self.system.address(path.member("session"))
         inbox: queue.Queue[Any] = queue.Queue()

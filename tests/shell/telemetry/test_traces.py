@@ -227,6 +227,27 @@ def test_spans_still_open_when_telemetry_stops_end_with_an_error_status(recorded
     assert spans["chat m"].attributes["error.type"] == "abandoned"
 
 
+def test_a_turn_prepared_before_its_start_is_stored_has_one_span_whose_context_was_given_out(
+    recorded: Recorded,
+) -> None:
+    from shell import turn as tm
+    from shell.messages import UserPrompt
+
+    recorder = recorded.telemetry.recorder
+    begin = tm.Begin(UserPrompt("go"), announced=True)
+    given = recorder.prepare("s", 1, begin)
+    assert given is not None and recorder.prepare("s", 1, begin) == given
+    assert recorder.traceparent("s", 1) == given
+    recorder.observe("s", 1, begin, [tm.Publish(ev.TurnStarted("s", 1, "go"))])
+    recorder.observe("s", 1, begin, [tm.Finish(ev.TurnCompleted("s", 1, "done", 1))])
+    assert recorder.open_turns() == 0
+    recorded.telemetry.shutdown()
+    (turn,) = recorded.named("invoke_agent")
+    assert turn.context is not None
+    assert given.startswith(f"00-{turn.context.trace_id:032x}-{turn.context.span_id:016x}-")
+    assert turn.status.status_code is not StatusCode.ERROR
+
+
 @pytest.mark.parametrize("seed", [5, 9])
 def test_a_session_actor_restarted_mid_turn_continues_the_same_trace(tmp_path: Path, seed: int) -> None:
     recorded = record()
