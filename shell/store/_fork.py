@@ -155,11 +155,6 @@ def copy_fork(
             "INSERT INTO events (session_id, seq, turn, type, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             (fork_id, seq, turn, kind, _renamed(body, source_id, fork_id), now),
         )
-    db.run(
-        "UPDATE sessions SET last_event_seq = ?,"
-        " last_message_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = ?), 0) WHERE id = ?",
-        (len(events), fork_id, fork_id),
-    )
     columns = _usage.COLUMNS.split(", ")
     db.run(
         f"INSERT INTO turn_usage ({_usage.COLUMNS}) SELECT ?, {', '.join(columns[1:])} FROM turn_usage"

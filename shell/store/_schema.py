@@ -18,9 +18,6 @@ new version number, so a store is always at exactly one version.
   ``agent_profile``: the session, turn and tool call whose ``agent`` tool call runs this session as its
   child, and the profile it runs (all NULL for a session opened by a user); the index
   ``sessions_by_parent`` finds a session's children without a scan.
-- Version 7: sequence numbers kept with the session. Sessions gain ``last_message_seq`` and
-  ``last_event_seq``: the highest seq of the session's messages and events, allocated by the statement
-  that claims the session's row for a write (set from the tables when the store is migrated).
 
 Where the version is kept: in SQLite, ``PRAGMA user_version``, with ``PRAGMA application_id`` marking the
 file as a turnkeep store; in PostgreSQL, the one row of the marker table ``turnkeep_store``
@@ -136,18 +133,6 @@ _SQLITE_V6 = (
     "CREATE INDEX sessions_by_parent ON sessions (parent_session, created_at, id)",
 )
 
-_LAST_SEQS = (
-    "UPDATE sessions SET"
-    " last_message_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = sessions.id), 0),"
-    " last_event_seq = coalesce((SELECT max(seq) FROM events WHERE session_id = sessions.id), 0)"
-)
-
-_SQLITE_V7 = (
-    "ALTER TABLE sessions ADD COLUMN last_message_seq INTEGER NOT NULL DEFAULT 0",
-    "ALTER TABLE sessions ADD COLUMN last_event_seq INTEGER NOT NULL DEFAULT 0",
-    _LAST_SEQS,
-)
-
 _POSTGRES_V1 = (
     f"CREATE TABLE {MARKER_TABLE} (application TEXT NOT NULL, schema_version INTEGER NOT NULL)",
     f"INSERT INTO {MARKER_TABLE} (application, schema_version) VALUES ('{APPLICATION}', 0)",
@@ -235,12 +220,6 @@ _POSTGRES_V6 = (
     "CREATE INDEX sessions_by_parent ON sessions (parent_session, created_at, id)",
 )
 
-_POSTGRES_V7 = (
-    "ALTER TABLE sessions ADD COLUMN last_message_seq BIGINT NOT NULL DEFAULT 0",
-    "ALTER TABLE sessions ADD COLUMN last_event_seq BIGINT NOT NULL DEFAULT 0",
-    _LAST_SEQS,
-)
-
 SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (
     _SQLITE_V1,
     _SQLITE_V2,
@@ -248,7 +227,6 @@ SQLITE_MIGRATIONS: tuple[Sequence[str], ...] = (
     _SQLITE_V4,
     _SQLITE_V5,
     _SQLITE_V6,
-    _SQLITE_V7,
 )
 """The SQLite statements that take a file from version ``i`` to version ``i + 1``, for each ``i``."""
 
@@ -259,7 +237,6 @@ POSTGRES_MIGRATIONS: tuple[Sequence[str], ...] = (
     _POSTGRES_V4,
     _POSTGRES_V5,
     _POSTGRES_V6,
-    _POSTGRES_V7,
 )
 """The PostgreSQL statements that take a schema from version ``i`` to version ``i + 1``, for each ``i``."""
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -545,25 +545,17 @@ class SessionStore:
         )
 
         def write(db: Db) -> TurnWrite:
-            last_message, last_event = self._claim(
-                db, session_id, now, assignments, params, messages=len(bodies), events=len(logged)
-            )
-            first_message, first_event = last_message - len(bodies) + 1, last_event - len(logged) + 1
+            self._claim(db, session_id, now, assignments, params)
             return TurnWrite(
-                tuple(
-                    self._insert_message(db, session_id, seq, turn, body, now)
-                    for seq, body in enumerate(bodies, first_message)
-                ),
-                tuple(
-                    self._insert_event(db, session_id, seq, turn, event, body, now)
-                    for seq, (event, body) in enumerate(logged, first_event)
-                ),
+                tuple(self._insert_message(db, session_id, turn, body, now) for body in bodies),
+                tuple(self._insert_event(db, session_id, turn, event, body, now) for event, body in logged),
             )
 
         return self._write(write)
 
-    def _insert_message(self, db: Db, session_id: str, seq: int, turn: int, body: bytes, now: float) -> int:
-        """Insert message ``seq`` of a session claimed by the transaction (:meth:`_claim`); returns it."""
+    def _insert_message(self, db: Db, session_id: str, turn: int, body: bytes, now: float) -> int:
+        """Insert a message of a session claimed by the transaction (:meth:`_claim`); returns its seq."""
+        seq = self._next_seq(db, "messages", session_id)
         db.run(
             "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
             " position) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
@@ -609,7 +601,7 @@ class SessionStore:
         now = time.time()
 
         def write(db: Db) -> int:
-            last, _ = self._claim(db, session_id, now, messages=len(bodies))
+            self._claim(db, session_id, now)
             marks = ",".join("?" * len(seqs))
             rows = db.query(
                 f"SELECT seq, replaced_by, position FROM messages WHERE session_id = ? AND seq IN ({marks})",
@@ -622,7 +614,7 @@ class SessionStore:
             if taken:
                 raise CompactionRejected(f"messages {taken} of session {session_id!r} are already replaced")
             position = min(row[2] for row in rows)
-            first = last - len(bodies) + 1
+            first = self._next_seq(db, "messages", session_id)
             for offset, (turn, body) in enumerate(bodies):
                 db.run(
                     "INSERT INTO messages (session_id, seq, turn, body, created_at, replaced_by, is_summary,"
@@ -663,9 +655,10 @@ class SessionStore:
         return self.write_turn(session_id, turn, events=(event,)).events[0]
 
     def _insert_event(
-        self, db: Db, session_id: str, seq: int, turn: int, event: msgspec.Struct, body: bytes, now: float
+        self, db: Db, session_id: str, turn: int, event: msgspec.Struct, body: bytes, now: float
     ) -> int:
-        """Insert event ``seq`` of a session claimed by the transaction (:meth:`_claim`); returns it."""
+        """Insert an event of a session claimed by the transaction (:meth:`_claim`); returns its seq."""
+        seq = self._next_seq(db, "events", session_id)
         db.run(
             "INSERT INTO events (session_id, seq, turn, type, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             (session_id, seq, turn, _event_type(event), body, now),
@@ -744,41 +737,25 @@ class SessionStore:
         return rows[0]
 
     def _claim(
-        self,
-        db: Db,
-        session_id: str,
-        now: float,
-        assignments: str = "",
-        params: tuple[Any, ...] = (),
-        *,
-        messages: int = 0,
-        events: int = 0,
-    ) -> tuple[int, int]:
+        self, db: Db, session_id: str, now: float, assignments: str = "", params: tuple[Any, ...] = ()
+    ) -> None:
         """Take the row of an open session for the transaction's write, in one statement: set
-        ``assignments`` (each followed by ``, ``) and ``updated_at = now``, allocate the seqs of the
-        ``messages`` and ``events`` the write adds, and lock the row until commit. Returns the last message
-        and event seq so allocated (the write's are the ones up to them). The lock also serialises the seq
-        allocation of concurrent writers to the session, and a take by another store with this write: the
-        epoch checked here holds until the write commits. Raises :class:`StaleOwner`,
-        :class:`SessionClosed`, :class:`SessionArchived` or :class:`SessionNotFound`, having changed
-        nothing."""
+        ``assignments`` (each followed by ``, ``) and ``updated_at = now``, and lock the row until commit.
+        The lock also serialises the seq allocation of concurrent writers to the session, and a take by
+        another store with this write: the epoch checked here holds until the write commits. Raises
+        :class:`StaleOwner`, :class:`SessionClosed`, :class:`SessionArchived` or :class:`SessionNotFound`,
+        having changed nothing."""
         fence = self._fences.get(session_id)
         where = "" if fence is None else " AND owner_epoch = ?"
-        claimed = db.query(
-            f"UPDATE sessions SET {assignments}updated_at = ?, last_message_seq = last_message_seq + ?,"
-            " last_event_seq = last_event_seq + ?"
-            f" WHERE id = ? AND status NOT IN ('closed', 'archived'){where}"
-            " RETURNING last_message_seq, last_event_seq",
-            (*params, now, messages, events, session_id)
-            if fence is None
-            else (*params, now, messages, events, session_id, fence),
+        changed = db.run(
+            f"UPDATE sessions SET {assignments}updated_at = ?"
+            f" WHERE id = ? AND status NOT IN ('closed', 'archived'){where}",
+            (*params, now, session_id) if fence is None else (*params, now, session_id, fence),
         )
-        if len(claimed) != 1:
+        if changed != 1:
             self._refuse(db, session_id, fence)
-        ((last_message, last_event),) = claimed
-        return int(last_message), int(last_event)
 
-    def _refuse(self, db: Db, session_id: str, fence: int | None) -> NoReturn:
+    def _refuse(self, db: Db, session_id: str, fence: int | None) -> None:
         """Raise what kept a write from claiming the session's row (:meth:`_claim`)."""
         row = self._session_row(db, session_id, lock=True)
         status, epoch = row[5], int(row[11])
@@ -795,6 +772,10 @@ class SessionStore:
         if status == "archived":
             raise SessionArchived(f"session {session_id!r} is archived: take it out of the archive to use it")
         raise StoreError(f"session {session_id!r} changed while a write to it was made; nothing was written")
+
+    def _next_seq(self, db: Db, table: str, session_id: str) -> int:
+        ((last,),) = db.query(f"SELECT max(seq) FROM {table} WHERE session_id = ?", (session_id,))
+        return 1 if last is None else int(last) + 1
 
     def _corrupt(self, what: str, session_id: str, seq: int | None, error: Exception) -> StoreCorrupt:
         where = f"session {session_id!r}" if seq is None else f"session {session_id!r}, seq {seq}"

@@ -203,7 +203,7 @@ def test_a_version_5_sqlite_store_is_migrated_and_its_sessions_have_no_parent(tm
         assert [record.id for record in store.children("old")] == ["kid"]
 
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (6,)
     columns = "id, parent_session, parent_turn, parent_call, agent_profile"
     assert raw.execute(f"SELECT {columns} FROM sessions ORDER BY id").fetchall() == [
         ("kid", "old", 1, "c1", "explorer"),
@@ -238,7 +238,7 @@ def test_a_version_5_postgresql_store_is_migrated_and_its_sessions_have_no_paren
     version = postgres_admin.execute(
         f'SELECT schema_version FROM "{postgres_schema}".turnkeep_store'
     ).fetchone()
-    assert version == (SCHEMA_VERSION,)
+    assert version == (SCHEMA_VERSION,) == (6,)
     indexes = postgres_admin.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'sessions'",
         (postgres_schema,),
