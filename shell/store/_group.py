@@ -170,7 +170,7 @@ class GroupWriter:
             if committed:
                 self._commits += 1
                 self._writes += 1
-                self._largest = self._largest or 1
+                self._largest = max(self._largest, 1)
         return outcome
 
     def _queued(self, op: Callable[[Db], T], *, conflicts: int) -> T:
