@@ -64,6 +64,7 @@ from shell import Host, TurnCompleted, load_settings
 from shell import events as ev
 from shell import session as session_module
 from shell import turn as tm
+from shell.session._actor import _writes_at
 
 CONFIGS = ("hooks bypassed", "off", "on", "on, sampling 0.1")
 SAMPLED = {"on": 1.0, "on, sampling 0.1": 0.1}
@@ -87,7 +88,8 @@ class Throughput(msgspec.Struct, frozen=True):
 
 
 def _feed_without_hooks(self: Any, message: tm.TurnInput) -> None:
-    """The SessionActor's feed loop as it was before telemetry: the same, minus the observer calls."""
+    """The SessionActor's feed loop (``SessionActor._feed``) without its observer calls, as it would be
+    without telemetry."""
     turn = self._rt.turn
     pending: deque[tm.TurnInput] = deque([message])
     while pending and turn is not None and self._rt.turn is turn:
@@ -97,17 +99,23 @@ def _feed_without_hooks(self: Any, message: tm.TurnInput) -> None:
             why = f"the session failed unexpectedly: {exc!r}"
             self._finish(turn, ev.TurnFailed(self._opts.session_id, turn.number, "internal", why))
             return
-        for index, action in enumerate(actions):
-            if turn.end is not None:
-                self._perform_ending(turn, action)
-                continue
+        if turn.end is not None:
+            self._perform_ending(turn, actions)
+            continue
+        index = 0
+        while index < len(actions):
+            run = _writes_at(actions, index)
             try:
-                answer = self._perform(turn, action)
+                if len(run) > 1 and self._write_all(turn, run):
+                    index += len(run)
+                    continue
+                answer = self._perform(turn, actions[index])
             except Exception as exc:
                 pending.append(self._failure(actions[index:], exc))
                 break
             if answer is not None:
                 pending.append(answer)
+            index += 1
 
 
 @contextmanager
