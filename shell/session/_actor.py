@@ -278,8 +278,8 @@ class SessionActor(Actor):
             rt.turn = self._machine(number)
             self._feed(tm.Resume(plan))
             return
-        begin = tm.Begin(rt.prompts[0], announced=True)
-        if not self._record_start(rt.next_turn, begin):
+        begin = self._record_start(rt.next_turn, rt.prompts[0])
+        if begin is None:
             if rt.gate is not None:
                 rt.gate.leave(self.address)
             return
@@ -294,15 +294,17 @@ class SessionActor(Actor):
         settings = self._opts.turn_settings()
         return tm.TurnMachine(number, settings, bridge=rt.bridge, doom_loop=rt.doom_loop, ids=rt.ids.__next__)
 
-    def _record_start(self, number: int, begin: tm.Begin) -> bool:
+    def _record_start(self, number: int, prompt: UserPrompt) -> tm.Begin | None:
         """Store the turn as started with its prompt and its ``TurnStarted`` (with the turn's trace
-        context, begun now when the host traces turns); False when it must wait (the prompt stays first in
-        line, and a start is tried again). After :data:`_START_TRIES` failures it is kept to be stored
-        later and the turn goes on, to fail at its first read of the history."""
+        context, begun now when the host traces turns); returns what begins the turn, or None when it must
+        wait (the prompt stays first in line, and a start is tried again). After :data:`_START_TRIES`
+        failures it is kept to be stored later and the turn goes on, to fail at its first read of the
+        history."""
         rt = self._rt
-        prompt = begin.prompt
         message = UserMessage((TextPart(prompt.text), *prompt.images))
-        trace = None if rt.prepare_trace is None else rt.prepare_trace(self._opts.session_id, number, begin)
+        trace = None
+        if rt.prepare_trace is not None:
+            trace = rt.prepare_trace(self._opts.session_id, number, tm.Begin(prompt))
         started = ev.TurnStarted(self._opts.session_id, number, prompt.text, traceparent=trace)
         keep = rt.start_failures + 1 >= _START_TRIES
         try:
@@ -311,9 +313,9 @@ class SessionActor(Actor):
             rt.start_failures += 1
             if exc.kind not in ("aborted", "fenced"):
                 self._init_again()
-            return False
+            return None
         rt.start_failures = 0
-        return True
+        return tm.Begin(prompt, started)
 
     @handles(Cancel)
     def _on_cancel(self, message: Cancel) -> bool:
@@ -508,7 +510,7 @@ class SessionActor(Actor):
         number = turn.number
         match action:
             case tm.Publish(event):
-                self._publish(self._traced(event, number))
+                self._publish(event)
             case tm.Emit(event):
                 self._emit(self._traced(event, number))
             case tm.AppendMessage(message):

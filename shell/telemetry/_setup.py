@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -85,18 +85,18 @@ class Telemetry:
 
     def prepare(self, session_id: str, number: int, begin: tm.Begin) -> str | None:
         """See :meth:`TurnRecorder.prepare`; a failure is logged and gives None (no context)."""
-        try:
-            return self.recorder.prepare(session_id, number, begin)
-        except Exception:
-            logger.exception(
-                "telemetry: beginning the trace of turn %s of session %s failed", number, session_id
-            )
-            return None
+        return self._context(lambda: self.recorder.prepare(session_id, number, begin), session_id, number)
 
     def traceparent(self, session_id: str, number: int, request_id: str | None = None) -> str | None:
         """See :meth:`TurnRecorder.traceparent`; a failure is logged and gives None (no context)."""
+        find = self.recorder.traceparent
+        return self._context(lambda: find(session_id, number, request_id), session_id, number)
+
+    @staticmethod
+    def _context(find: Callable[[], str | None], session_id: str, number: int) -> str | None:
+        """``find()``, the trace context of turn ``number``; None, logged, when it fails."""
         try:
-            return self.recorder.traceparent(session_id, number, request_id)
+            return find()
         except Exception:
             logger.exception(
                 "telemetry: the trace context of turn %s of session %s failed", number, session_id

@@ -60,11 +60,11 @@ class Sibling(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Begin:
-    """Start the turn; its prompt is already in the history. With ``announced``, so is its
-    ``TurnStarted`` (stored with the prompt): the turn then only publishes it."""
+    """Start the turn; its prompt is already in the history. ``started`` is the turn's ``TurnStarted`` when
+    it is stored too (with the prompt): the turn then publishes it as it is, without storing it again."""
 
     prompt: UserPrompt
-    announced: bool = False
+    started: ev.TurnStarted | None = None
 
 
 @dataclass(frozen=True, slots=True)

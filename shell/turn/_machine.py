@@ -374,8 +374,10 @@ class TurnMachine:
             return []
         self._doom.reset()
         self._bridge.step_succeeded()
+        if message.started is not None:
+            return [Publish(message.started), *self._next_step()]
         started = ev.TurnStarted(self.settings.session_id, self.number, message.prompt.text)
-        return [Publish(started) if message.announced else Emit(started), *self._next_step()]
+        return [Emit(started), *self._next_step()]
 
     def _resumed(self, message: Resume, now: float) -> list[TurnAction]:
         if self.phase is not Phase.NEW:

@@ -56,6 +56,11 @@ def completed(request_id: str, *calls: ToolCall, text: str = "") -> Completed:
     return Completed(request_id, AssistantMessage(text=text, tool_calls=calls), None, FinishReason.STOP, 1)
 
 
+def test_a_turn_whose_start_was_stored_with_its_prompt_publishes_it_without_storing_it_again() -> None:
+    started = ev.TurnStarted("s", 7, "hi", traceparent="00-" + "1" * 32 + "-" + "2" * 16 + "-01")
+    assert machine().feed(tm.Begin(UserPrompt("hi"), started), 0.0) == [tm.Publish(started), tm.AskBuild()]
+
+
 def test_an_answer_without_tool_calls_completes_the_turn() -> None:
     m = machine()
     rid = sampling(m)

@@ -234,7 +234,7 @@ def test_a_turn_prepared_before_its_start_is_stored_has_one_span_whose_context_w
     from shell.messages import UserPrompt
 
     recorder = recorded.telemetry.recorder
-    begin = tm.Begin(UserPrompt("go"), announced=True)
+    begin = tm.Begin(UserPrompt("go"))
     given = recorder.prepare("s", 1, begin)
     assert given is not None and recorder.prepare("s", 1, begin) == given
     assert recorder.traceparent("s", 1) == given
