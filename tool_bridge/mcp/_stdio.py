@@ -40,7 +40,9 @@ class ServerProcess:
     """The running server: its process, its stderr tail, and why its conversation ended.
 
     ``ended`` is set once, by the first of: the process exited, it wrote something that is not a JSON-RPC
-    message, or its stdout closed; ``reason`` then says which (``exited (code 3)``…).
+    message, or its stdout or stdin closed; ``reason`` then says which (``exited (code 3)``…). A closed
+    stdout or stdin is the reason only when the process has not exited within a second of it: a server
+    killed mid-call is reported by its signal, whichever of its pipes broke first.
     """
 
     name: str
@@ -193,6 +195,9 @@ async def _write_stdin(server: ServerProcess, source: anyio.abc.ObjectReceiveStr
             text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
             await stdin.send_all(text.encode() + b"\n")
     except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+        # A server that dies breaks its stdin too: its exit code, which usually follows, says why.
+        with trio.move_on_after(_EXIT_AFTER_EOF):
+            await server.ended.wait()
         server.end("stopped reading its stdin")
 
 
