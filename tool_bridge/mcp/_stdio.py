@@ -181,10 +181,7 @@ async def _read_stdout(
         pass
     finally:
         await out.aclose()
-    # Its exit code says more than the end of its stdout, and usually follows at once.
-    with trio.move_on_after(_EXIT_AFTER_EOF):
-        await server.ended.wait()
-    server.end("closed its stdout")
+    await _end_unless_it_exits(server, "closed its stdout")
 
 
 async def _write_stdin(server: ServerProcess, source: anyio.abc.ObjectReceiveStream[SessionMessage]) -> None:
@@ -195,10 +192,16 @@ async def _write_stdin(server: ServerProcess, source: anyio.abc.ObjectReceiveStr
             text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
             await stdin.send_all(text.encode() + b"\n")
     except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-        # A server that dies breaks its stdin too: its exit code, which usually follows, says why.
-        with trio.move_on_after(_EXIT_AFTER_EOF):
-            await server.ended.wait()
-        server.end("stopped reading its stdin")
+        await _end_unless_it_exits(server, "stopped reading its stdin")
+
+
+async def _end_unless_it_exits(server: ServerProcess, reason: str) -> None:
+    """End the conversation for ``reason`` (a pipe of the server broke) unless the server's exit, which
+    says more and usually follows at once (a server that dies breaks its pipes too), ends it within
+    :data:`_EXIT_AFTER_EOF` seconds."""
+    with trio.move_on_after(_EXIT_AFTER_EOF):
+        await server.ended.wait()
+    server.end(reason)
 
 
 async def _read_stderr(server: ServerProcess, logger: logging.Logger) -> None:
