@@ -569,8 +569,9 @@ class HostPool:
                 self._lock.notify_all()
 
     def _settle(self, placed: _Placed, slot: _Slot, deadline: float) -> None:
-        """After a move: report the stored end of each acknowledged turn; leave the turn that was resumed
-        to report its own end; send again the prompts that were waiting (they never began, so they take
+        """After a move: report the stored end of each acknowledged turn that ended elsewhere; leave the
+        turns that run or ran on ``slot`` (the one resumed there) to report their own ends, after their
+        other events; send again the prompts that were waiting (they never began, so they take
         the same numbers); end the rest as interrupted."""
         with self._lock:
             turns = tuple(sorted(placed.pending))
@@ -581,7 +582,11 @@ class HostPool:
         with self._lock:
             waiting = sorted(placed.pending.items())
         # Turns that run there, or wait there stored, report their own ends.
-        awaited = {*settled.queued, *([settled.current_turn] if settled.running else [])}
+        awaited = {
+            *settled.queued,
+            *settled.ended_here,
+            *([settled.current_turn] if settled.running else []),
+        }
         waiting = [(number, prompt) for number, prompt in waiting if number not in awaited]
         first = max([settled.current_turn, *settled.queued]) + 1
         if [number for number, _ in waiting] != list(range(first, first + len(waiting))):

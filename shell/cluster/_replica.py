@@ -55,6 +55,7 @@ class ReplicaCore:
         self._lock = threading.Lock()
         self._addresses: dict[str, Address] = {}
         self._forwarders: dict[str, Any] = {}
+        self._first_turns: dict[str, int] = {}
 
     def call(self, request: bytes) -> bytes:
         """Answer one encoded :data:`wire.Request` with an encoded :class:`wire.Reply`."""
@@ -94,6 +95,7 @@ class ReplicaCore:
                 with self._lock:
                     self._addresses.pop(session_id, None)
                     self._forwarders.pop(session_id, None)
+                    self._first_turns.pop(session_id, None)
                 self._host.close(session_id)
                 return None
             case wire.ListSessions():
@@ -142,10 +144,16 @@ class ReplicaCore:
 
     def _forwarder(self, session_id: str) -> Any:
         outbox = self._outbox
+        first_turns = self._first_turns
+        lock = self._lock
 
         def forward(event: Any) -> None:
             # Called on the session's thread, with every event it publishes.
             if isinstance(event, wire.FORWARDED):
+                turn = getattr(event, "turn", None)
+                if turn is not None and session_id not in first_turns:
+                    with lock:
+                        first_turns.setdefault(session_id, turn)
                 outbox.put(session_id, wire.encode(event))
 
         return forward
@@ -158,10 +166,19 @@ class ReplicaCore:
         for stored in store.load_events(session_id):
             if stored.turn in turns and stored.type in _TERMINAL_TAGS:
                 outcomes[stored.turn] = _terminal_decoder.decode(stored.body)
+        # Read after the store: a turn whose end is stored has published its first event by then. Such a
+        # turn, and every later one, ends in the outbox after its other events, not here ahead of them.
+        with self._lock:
+            first_here = self._first_turns.get(session_id)
+        ended_here = sorted(turn for turn in outcomes if first_here is not None and turn >= first_here)
+        for turn in ended_here:
+            del outcomes[turn]
         current = record.current_turn
-        running = record.status == "in_turn" and current not in outcomes
+        running = record.status == "in_turn" and current not in outcomes and current not in ended_here
         queued = sorted({stored.turn for stored in store.load_queued_prompts(session_id)})
-        return wire.Settled([outcomes[turn] for turn in sorted(outcomes)], current, running, queued)
+        return wire.Settled(
+            [outcomes[turn] for turn in sorted(outcomes)], current, running, queued, ended_here
+        )
 
 
 def _start_host(settings: Settings) -> AgentHost:

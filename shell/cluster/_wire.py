@@ -186,6 +186,9 @@ class Settled(msgspec.Struct, frozen=True):
     queued: list[int] = msgspec.field(default_factory=list)
     """The turns whose prompts are stored as waiting: the session runs them, and their ends come with its
     events."""
+    ended_here: list[int] = msgspec.field(default_factory=list)
+    """The turns asked about whose ends are stored but left out of ``outcomes``: this replica published
+    their events, so their ends come with those events, after the events before them."""
 
 
 _encoder = msgspec.msgpack.Encoder()
