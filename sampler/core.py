@@ -13,7 +13,8 @@ import httpx
 import msgspec
 import trio
 
-from ._groups import is_cancellation, unwrap
+from ._coalescing import Coalescer
+from ._groups import is_cancellation
 from ._sse import SseParser
 from ._transport import TrioTransport
 from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_error, classify_stream_error
@@ -27,8 +28,6 @@ from .events import (
     StepProjectionFallback,
     StepQueued,
     StepRetrying,
-    StepText,
-    StepThought,
 )
 from .gate import GateClient, GateTimeout, QueueInfo
 from .messages import AssistantMessage, FinishReason, ModelRequest, Usage, media_parts_count
@@ -346,19 +345,14 @@ async def _one_attempt(
                     body = await _read_bounded(response, watchdog, idle, _MAX_WHOLE_BODY)
                     return _whole_answer(body, content_type, adapter.new_decoder())
                 decoder = attempt.decoder = adapter.new_decoder()
-                coalescer = _Coalescer(emit, request_id, interval, attempt)
+                coalescer = Coalescer(emit, request_id, interval, attempt)
                 try:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(coalescer.run)
-                        try:
-                            error = await _read_stream(response, decoder, coalescer, watchdog, idle)
-                        finally:
-                            nursery.cancel_scope.cancel()
-                except BaseExceptionGroup as group:
-                    raise unwrap(group) from None
-                if error is not None:
-                    return error
-                coalescer.flush()
+                    error = await _read_stream(response, decoder, coalescer, watchdog, idle)
+                    if error is not None:
+                        return error
+                    coalescer.flush()
+                finally:
+                    coalescer.close()
                 result = decoder.finish()
         if watchdog.cancelled_caught:
             return LlmError(LlmErrorKind.TIMEOUT, message=f"no data from the provider for {idle:g} s")
@@ -404,7 +398,7 @@ def _parsed_url(url: str) -> httpx.URL:
 async def _read_stream(
     response: httpx.Response,
     decoder: StreamDecoder,
-    coalescer: _Coalescer,
+    coalescer: Coalescer,
     watchdog: trio.CancelScope,
     idle: float,
 ) -> LlmError | None:
@@ -431,51 +425,6 @@ async def _read_stream(
             elif type(event) is StreamError:
                 return classify_stream_error(event.data, event.event)
     return None
-
-
-class _Coalescer:
-    """Forwards streamed text (and reasoning) as few deltas: the first piece at once, then at most one
-    delta of each per ``interval``, and no piece is held back longer than ``interval``; reasoning held
-    with text goes first."""
-
-    def __init__(
-        self, emit: Callable[[SamplerEvent], None], request_id: str, interval: float, attempt: _Attempt
-    ) -> None:
-        self._emit = emit
-        self._request_id = request_id
-        self._interval = interval
-        self._attempt = attempt
-        self.pending = attempt.pending
-        self.thoughts: list[str] = []
-        self._next = 0.0
-        self._due = trio.Event()
-
-    def chunk_done(self, now: float) -> None:
-        if not (self.pending or self.thoughts):
-            return
-        if now >= self._next:
-            self.flush(now)
-        else:
-            self._due.set()
-
-    def flush(self, now: float | None = None) -> None:
-        if self.thoughts:
-            self._emit(StepThought(self._request_id, "".join(self.thoughts)))
-            self.thoughts.clear()
-            if not self.pending:
-                self._next = (trio.current_time() if now is None else now) + self._interval
-        if self.pending:
-            self._emit(StepText(self._request_id, "".join(self.pending)))
-            self.pending.clear()
-            self._attempt.streamed = True
-            self._next = (trio.current_time() if now is None else now) + self._interval
-
-    async def run(self) -> None:
-        while True:
-            await self._due.wait()
-            self._due = trio.Event()
-            await trio.sleep_until(self._next)
-            self.flush()
 
 
 async def _read_bounded(
