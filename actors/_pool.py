@@ -1,5 +1,6 @@
-"""The worker threads that run strands (see :mod:`._strands`): one queue of ready strands, a pool that grows
-while its workers wait and shrinks when idle, and a watchdog for handlers that never return."""
+"""The worker threads that run strands (see :mod:`._strands`): a queue of ready strands (work under way
+first), a pool that grows while its workers wait and shrinks when idle, and a watchdog for handlers that
+never return."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ logger = logging.getLogger("turnkeep.actors")
 
 _EXTRA_KEEPALIVE = 5.0
 """How long a worker beyond the pool's size waits for work before it ends."""
+_IO_FIRST_STREAK = 8
+"""Strands woken by I/O taken in a row, at most, while other ready strands wait."""
 
 
 class StrandPool:
@@ -52,6 +55,9 @@ class StrandPool:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._queue: deque[Strand] = deque()
+        self._io_first: deque[Strand] = deque()
+        """Strands woken from the I/O loop's thread: taken before those of :attr:`_queue`."""
+        self._streak = 0
         self._workers: set[_Worker] = set()
         self._all: list[_Worker] = []
         """Every worker started, for the join at shutdown (replaced and retired ones included)."""
@@ -107,9 +113,9 @@ class StrandPool:
 
     # -- used by strands and workers -----------------------------------------------------------------
 
-    def _submit(self, strand: Strand) -> None:
+    def _submit(self, strand: Strand, *, io_first: bool = False) -> None:
         with self._lock:
-            self._queue.append(strand)
+            (self._io_first if io_first else self._queue).append(strand)
             if self._idle > self._wakes:
                 self._wakes += 1
                 self._work.notify()
@@ -132,7 +138,7 @@ class StrandPool:
 
     def _take(self, worker: _Worker) -> Strand | None:
         with self._lock:
-            while not self._queue:
+            while not (self._queue or self._io_first):
                 if self._closed:
                     return None
                 extra = len(self._workers) > self.size
@@ -141,22 +147,31 @@ class StrandPool:
                 self._idle -= 1
                 if notified and self._wakes:
                     self._wakes -= 1
-                if not notified and not self._queue and len(self._workers) > self.size:
+                if not notified and not self._waiting_locked() and len(self._workers) > self.size:
                     self._workers.discard(worker)
                     return None
+            if self._io_first and (self._streak < _IO_FIRST_STREAK or not self._queue):
+                self._streak += 1
+                return self._io_first.popleft()
+            self._streak = 0
             return self._queue.popleft()
+
+    def _waiting_locked(self) -> bool:
+        """Whether ready strands wait for a worker."""
+        return bool(self._queue or self._io_first)
 
     def _blocked(self, delta: int) -> None:
         with self._lock:
             self._blocked_count += delta
             idle = self._idle > self._wakes
-            if delta > 0 and self._queue and not self._closed and not idle and self._short_locked():
+            grows = delta > 0 and not idle and not self._closed
+            if grows and self._waiting_locked() and self._short_locked():
                 self._spawn_locked()
 
     def _gone(self, worker: _Worker) -> None:
         with self._lock:
             self._workers.discard(worker)
-            if self._queue and not self._closed and self._short_locked():
+            if self._waiting_locked() and not self._closed and self._short_locked():
                 self._spawn_locked()
 
     def _abandon(self, worker: _Worker) -> None:
@@ -178,7 +193,7 @@ class StrandPool:
             if resubmit:
                 self._submit(strand)
         with self._lock:
-            if self._queue and not self._closed and self._short_locked():
+            if self._waiting_locked() and not self._closed and self._short_locked():
                 self._spawn_locked()
 
     def _watch(self) -> None:

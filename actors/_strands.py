@@ -2,8 +2,9 @@
 
 A strand is a group of actors that run one after another, never at the same time: a message one of them
 tells another is handled by the same worker right after the current handler, without waking a thread.
-Each actor runs on one strand. Workers take ready strands from one queue; a strand runs a bounded number
-of messages before it goes to the back of the queue, so that no strand holds a worker for long.
+Each actor runs on one strand. Workers take ready strands from a queue (those made ready from the I/O
+loop's thread first, see :func:`mark_io_thread`); a strand runs a bounded number of messages before it
+goes to the back of the queue, so that no strand holds a worker for long.
 
 Blocking is declared with :func:`blocking`: while a handler waits there, its strand's other actors go on
 (on another worker), and the pool adds a worker if the ones it has are all busy or waiting. A handler
@@ -37,6 +38,12 @@ _BUDGET = 64
 """Messages a strand handles before it yields its worker to the next ready strand."""
 
 _local = threading.local()
+
+
+def mark_io_thread() -> None:
+    """Strands woken from the calling thread (the I/O loop's: answers to I/O) go before strands woken
+    from any other thread, so that work under way is not held behind new work."""
+    _local.io_first = True
 
 
 class _Blocking:
@@ -164,7 +171,7 @@ class Strand:
                 return
             submit = self._queue_locked(runner)
         if submit:
-            self._pool._submit(self)
+            self._pool._submit(self, io_first=getattr(_local, "io_first", False))
 
     def _queue_locked(self, runner: Runner) -> bool:
         """Queue ``runner``; True when the strand must now be submitted to the pool: it was idle, or its

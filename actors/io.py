@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._strands import blocking
+from ._strands import blocking, mark_io_thread
 from .errors import ActorError
 from .messages import JobFailed
 
@@ -200,6 +200,7 @@ class IoLoop:
             raise IoLoopClosed(f"the IoLoop did not start within {timeout:g} s")
 
     async def _main(self) -> None:
+        mark_io_thread()
         self._token = trio.lowlevel.current_trio_token()
         with trio.CancelScope() as scope:
             self._root_scope = scope

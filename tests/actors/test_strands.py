@@ -102,6 +102,13 @@ class Count:
     trace: Trace
 
 
+@dataclass(frozen=True)
+class Record:
+    """Append the handling actor's name to ``seen``."""
+
+    seen: list[str]
+
+
 @dataclass
 class Trace:
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -189,6 +196,10 @@ class Mate(Actor):
     @handles(SetEvent)
     def _set(self, message: SetEvent) -> None:
         message.event.set()
+
+    @handles(Record)
+    def _record(self, message: Record) -> None:
+        message.seen.append(self.address.name)
 
 
 def pair(system: ActorSystem, trace: Trace, *, shared: bool) -> tuple[Address, Address]:
@@ -372,3 +383,65 @@ def test_many_actors_run_on_the_pools_threads(system: ActorSystem) -> None:
     for i in range(200):
         assert system.address(f"many/m{i}").ask(Ping(), timeout=5.0) == f"pong from many/m{i}"
     assert threading.active_count() - before <= system.pool.size + 2
+
+
+@pytest.fixture
+def one_patient_worker() -> Iterator[ActorSystem]:
+    """One worker, never declared stuck during a test: it may be held on purpose."""
+    system = ActorSystem(ask_timeout=5.0, restart_wait=1.0, workers=1, stuck_after=60.0)
+    try:
+        yield system
+    finally:
+        system.shutdown(timeout=10.0)
+
+
+def queue_behind_held_workers(
+    system: ActorSystem, told_normally: list[str], told_by_io: list[str]
+) -> list[str]:
+    """Hold every worker, tell each actor of ``told_normally`` from this thread, then each of
+    ``told_by_io`` from the I/O loop's thread, and release one worker: the order the actors ran in."""
+    trace = Trace()
+    spare_holders = [f"holder-{i}" for i in range(8)]
+    names = [*spare_holders, *told_normally, *told_by_io]
+    system.spawn(ChildSpec("q", lambda: Supervisor([ChildSpec(n, lambda: Mate(trace)) for n in names])))
+    for name in names:  # every actor started and idle
+        assert system.address(f"q/{name}").ask(Ping(), timeout=5.0)
+    holders = spare_holders[: system.pool.workers]  # starting the actors added workers for a while
+    assert len(holders) == system.pool.workers
+    releases = [threading.Event() for _ in holders]
+    for holder, release in zip(holders, releases, strict=True):
+        entered = threading.Event()
+        system.address(f"q/{holder}").tell(WaitFor(release, declared=False, entered=entered))
+        assert entered.wait(5.0)
+    seen: list[str] = []
+    told = threading.Event()
+    for name in told_normally:
+        system.address(f"q/{name}").tell(Record(seen))
+
+    async def tell_from_the_loop() -> None:
+        for name in told_by_io:
+            system.address(f"q/{name}").tell(Record(seen))
+        told.set()
+
+    system.io.submit(tell_from_the_loop)
+    assert told.wait(5.0)
+    releases[0].set()  # one worker: the ready strands run one after another
+    assert wait_until(lambda: len(seen) == len(told_normally) + len(told_by_io))
+    for release in releases:
+        release.set()
+    return [name.removeprefix("q/") for name in seen]
+
+
+def test_strands_woken_by_io_run_before_strands_woken_by_other_threads(
+    one_patient_worker: ActorSystem,
+) -> None:
+    order = queue_behind_held_workers(one_patient_worker, ["new-1", "new-2", "new-3"], ["answer"])
+    assert order == ["answer", "new-1", "new-2", "new-3"]
+
+
+def test_strands_woken_by_io_never_hold_the_others_back_for_more_than_eight_in_a_row(
+    one_patient_worker: ActorSystem,
+) -> None:
+    answers = [f"answer-{i}" for i in range(12)]
+    order = queue_behind_held_workers(one_patient_worker, ["new"], answers)
+    assert order == [*answers[:8], "new", *answers[8:]]
