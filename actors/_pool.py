@@ -138,7 +138,7 @@ class StrandPool:
 
     def _take(self, worker: _Worker) -> Strand | None:
         with self._lock:
-            while not (self._queue or self._io_first):
+            while not self._waiting_locked():
                 if self._closed:
                     return None
                 extra = len(self._workers) > self.size

@@ -170,11 +170,11 @@ class ReplicaCore:
         # turn, and every later one, ends in the outbox after its other events, not here ahead of them.
         with self._lock:
             first_here = self._first_turns.get(session_id)
-        ended_here = sorted(turn for turn in outcomes if first_here is not None and turn >= first_here)
+        current = record.current_turn
+        running = record.status == "in_turn" and current not in outcomes
+        ended_here = [] if first_here is None else sorted(turn for turn in outcomes if turn >= first_here)
         for turn in ended_here:
             del outcomes[turn]
-        current = record.current_turn
-        running = record.status == "in_turn" and current not in outcomes and current not in ended_here
         queued = sorted({stored.turn for stored in store.load_queued_prompts(session_id)})
         return wire.Settled(
             [outcomes[turn] for turn in sorted(outcomes)], current, running, queued, ended_here

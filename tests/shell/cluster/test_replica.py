@@ -64,13 +64,18 @@ def events_until_end(core: ReplicaCore, session_id: str) -> list[Any]:
     raise AssertionError(f"no end of a turn within {EVENT_DEADLINE} s: {events}")
 
 
+def one_turn(core: ReplicaCore, workspace: Path) -> tuple[int, list[Any]]:
+    """Open the session ``moved`` on ``core`` and run one turn: its number and its events."""
+    ask(core, wire.OpenSession("moved", str(workspace)))
+    turn = ask(core, wire.Deliver("moved", UserPrompt("hello")))
+    return turn, events_until_end(core, "moved")
+
+
 def test_a_turn_whose_events_a_replica_published_is_left_to_its_events_by_the_settlement(
     replicas: list[ReplicaCore], provider: FakeProvider, tmp_path: Path
 ) -> None:
     core = start(replicas, provider, tmp_path)
-    ask(core, wire.OpenSession("moved", str(tmp_path / "work")))
-    turn = ask(core, wire.Deliver("moved", UserPrompt("hello")))
-    events = events_until_end(core, "moved")
+    turn, events = one_turn(core, tmp_path / "work")
     assert isinstance(events[-1], ev.TurnCompleted) and events[-1].turn == turn
 
     settled = ask(core, wire.Settle("moved", (turn,)), wire.Settled)
@@ -83,10 +88,8 @@ def test_a_turn_whose_events_a_replica_published_is_left_to_its_events_by_the_se
 def test_a_turn_that_ended_elsewhere_is_reported_by_the_settlement_from_the_store(
     replicas: list[ReplicaCore], provider: FakeProvider, tmp_path: Path
 ) -> None:
-    first = start(replicas, provider, tmp_path)
-    ask(first, wire.OpenSession("moved", str(tmp_path / "work")))
-    turn = ask(first, wire.Deliver("moved", UserPrompt("hello")))
-    end = events_until_end(first, "moved")[-1]
+    turn, events = one_turn(start(replicas, provider, tmp_path), tmp_path / "work")
+    end = events[-1]
 
     second = start(replicas, provider, tmp_path)
     ask(second, wire.ResumeSession("moved"))
