@@ -158,6 +158,12 @@ def figures(streams: Sequence[SizeResult], burst: BurstResult | None) -> list[Fi
                 value=f"{r.concurrent.cpu_seconds / max(r.concurrent.wall_seconds, 1e-9) * 100:.0f} %",
                 baseline=f"{r.concurrent.completed}/{r.concurrent.turns} turns completed",
             ),
+            Figure(
+                benchmark=name,
+                figure="host CPU per turn, all at once",
+                value=f"{r.concurrent.cpu_seconds / max(r.concurrent.turns, 1) * 1000:.2f} ms",
+                baseline=f"{r.alone.cpu_seconds / max(r.alone.turns, 1) * 1000:.2f} ms alone",
+            ),
         ]
     if streams:
         rows.append(
