@@ -20,7 +20,7 @@ from .errors import (
     SupervisorEscalation,
     UnhandledMessage,
 )
-from .io import IoLoop, IoLoopClosed, Job, JobCancelled, JobState
+from .io import IoLoop, IoLoopClosed, Job, JobCancelled, JobState, Timer, TimerCancelled
 from .messages import DeadLetter, Down, ExitReason, JobFailed
 from .supervisor import (
     ChildInfo,
@@ -69,6 +69,8 @@ __all__ = [
     "StuckHandler",
     "Supervisor",
     "SupervisorEscalation",
+    "Timer",
+    "TimerCancelled",
     "UnhandledMessage",
     "WhichChildren",
     "blocking",

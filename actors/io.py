@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ._strands import blocking, mark_io_thread
+from ._timers import Timer, TimerCancelled, Timers
 from .errors import ActorError
 from .messages import JobFailed
 
 if TYPE_CHECKING:
     from .address import Address
 
-__all__ = ["IoLoop", "IoLoopClosed", "Job", "JobCancelled", "JobState"]
+__all__ = ["IoLoop", "IoLoopClosed", "Job", "JobCancelled", "JobState", "Timer", "TimerCancelled"]
 
 logger = logging.getLogger("turnkeep.actors")
 
@@ -173,6 +174,7 @@ class IoLoop:
         self._lock = threading.Lock()
         self._closed = False
         self._ready = threading.Event()
+        self._timers = Timers(self._call_soon)
 
     @property
     def running(self) -> bool:
@@ -206,6 +208,7 @@ class IoLoop:
             self._root_scope = scope
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._timers.run, name="timers")
                 self._ready.set()
                 await trio.sleep_forever()
 
@@ -229,14 +232,20 @@ class IoLoop:
             job._done.set()
         return job
 
-    def call_later(self, delay: float, callback: Callable[[], None], *, name: str = "timer") -> Job:
-        """Call ``callback()`` on the loop's thread after ``delay`` seconds, unless cancelled first."""
+    def call_later(self, delay: float, callback: Callable[[], None], *, name: str = "timer") -> Timer:
+        """Call ``callback()`` on the loop's thread after ``delay`` seconds, unless cancelled first. Never
+        blocks and works from any thread; after shutdown the timer is returned already cancelled. An
+        exception from ``callback`` is logged."""
+        if self._closed or self._token is None:
+            timer = Timer(0.0, callback, name, None)
+            timer.cancel()
+            return timer
+        return self._timers.arm(delay, callback, name)
 
-        async def timer() -> None:
-            await trio.sleep(delay)
-            callback()
-
-        return self.submit(timer, name=name)
+    def pending_timers(self) -> list[str]:
+        """The names of the timers armed by :meth:`call_later` that have neither fired nor been
+        cancelled, soonest first."""
+        return self._timers.pending()
 
     def run(self, fn: Callable[..., Awaitable[Any]], *args: Any, timeout: float) -> Any:
         """Submit and wait: the job's result, or its error; cancelled and ``TimeoutError`` past ``timeout``.
@@ -256,6 +265,7 @@ class IoLoop:
             if self._closed:
                 return []
             self._closed = True
+        self._timers.close()
         if self._thread is None:
             return []
         if self._root_scope is not None:

@@ -19,7 +19,7 @@ from .address import STOP, Address
 from .chaos import ChaosPolicy
 from .dead_letters import DeadLetterLog
 from .errors import ChildStartError
-from .io import IoLoop, Job
+from .io import IoLoop, Timer
 from .messages import ExitReason
 from .supervisor import ChildSpec, RestartIntensity, StartChild, StopChild, Strategy, Supervisor
 
@@ -285,7 +285,7 @@ class ActorSystem:
             except Exception:
                 logger.exception("a supervision observer failed")
 
-    def _schedule(self, delay: float, callback: Callable[[], None]) -> Job:
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> Timer:
         return self.io.call_later(delay, callback, name="restart-wait")
 
     def _stuck(self, actor: Actor, seconds: float) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from actors import Address, Down, ExitReason, Job
+from actors import Address, Down, ExitReason, Timer
 from tool_bridge.messages import ToolInvocation
 from tool_bridge.results import ToolOutcome, ToolStatus
 from tool_bridge.tools import Tool
@@ -48,7 +48,7 @@ class Call:
     actor: Address | None = None
     """The call's ToolActor, until it has ended."""
     started_at: float | None = None
-    timer: Job | None = None
+    timer: Timer | None = None
 
     @property
     def call_id(self) -> str:
@@ -71,8 +71,8 @@ class Batch:
     current: list[Call] = field(default_factory=list)
     aborted: bool = False
     reported: bool = False
-    grace: Job | None = None
-    kill: Job | None = None
+    grace: Timer | None = None
+    kill: Timer | None = None
 
 
 def groups(calls: Iterable[Call]) -> deque[list[Call]]:
@@ -112,10 +112,10 @@ def why_down(message: Down) -> str:
     return "the tool crashed: its actor stopped before reporting an outcome"
 
 
-def cancel(job: Job | None) -> None:
-    """Cancel ``job`` if there is one."""
-    if job is not None:
-        job.cancel()
+def cancel(timer: Timer | None) -> None:
+    """Cancel ``timer`` if there is one."""
+    if timer is not None:
+        timer.cancel()
 
 
 class ChildNames:

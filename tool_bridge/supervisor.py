@@ -20,11 +20,11 @@ from actors import (
     ChildSpec,
     ChildStartError,
     Down,
-    Job,
     Refuse,
     Restart,
     StopChild,
     Supervisor,
+    Timer,
     handles,
 )
 from tool_bridge._batch import Batch, Call, CallState, ChildNames, cancel, ended, groups, why_down
@@ -464,7 +464,7 @@ class ToolSupervisor(Supervisor):
         batch = self._batches.get(serial)
         return batch.calls[index] if batch is not None else None
 
-    def _later(self, delay: float, message: Any) -> Job:
+    def _later(self, delay: float, message: Any) -> Timer:
         return self.io.call_later(
             delay, functools.partial(self.address.tell, message), name=type(message).__name__
         )

@@ -40,6 +40,7 @@ Errors — the whole hierarchy (each also says, in its docstring, when it is rai
         StuckHandler               a handler ran past stuck_after outside blocking(); a crash
         IoLoopClosed               the shared trio loop has stopped
         JobCancelled               a job on the loop was cancelled
+        TimerCancelled             a timer of the loop was cancelled before it fired
     Refuse                         raised by a handler to answer an ask with an error and keep running
     LlmRequestError                a model request failed (carries an LlmError with its kind)
     StreamDecodeError (ValueError) a provider's stream could not be decoded
@@ -82,6 +83,7 @@ from actors import (
     StuckHandler,
     Supervisor,
     SupervisorEscalation,
+    TimerCancelled,
     UnhandledMessage,
     blocking,
     handles,
@@ -333,6 +335,7 @@ __all__ = [  # noqa: RUF022 (grouped the way users look for names, not sorted)
     "StreamDecodeError",
     "StuckHandler",
     "SupervisorEscalation",
+    "TimerCancelled",
     "TurnRunning",
     "ToolBridgeSettingsError",
     "ToolDefinitionError",

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from actors import Actor, Job, handles
+from actors import Actor, Timer, handles
 
 from ._messages import Acquire, GetGateStatus, Release, Where, Withdraw
 from ._shortcut import GateShortcut
@@ -60,7 +60,7 @@ class ProviderGate(Actor):
         self._shortcut.set_open(False)
         self._state = GateState(limits or GateLimits(), now=clock(), outside=lambda: self._shortcut.in_flight)
         self._waiters: dict[str, Any] = {}
-        self._timer: Job | None = None
+        self._timer: Timer | None = None
         self._wake_at: float | None = None
 
     def on_stop(self) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors import Job
+from actors import Timer
 from sampler import SamplerRuntime, ToolSpec
 from tool_bridge.idempotency import Idempotency
 
@@ -88,7 +88,7 @@ class SessionRuntime:
     sampler: SamplerRuntime | None = None
     """The session's sampler state, when known: read for :meth:`describe`; the host closes its connections
     once the subtree has stopped."""
-    probe: Job | None = None
+    probe: Timer | None = None
     closing: bool = False
     """Set by whoever stops the session on purpose (close, shutdown): a turn cut off then is cancelled
     ``aborted``; cut off by its subtree giving up, it fails ``internal``."""

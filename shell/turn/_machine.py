@@ -250,37 +250,12 @@ class TurnMachine:
         self._steps_usage = TokenUsage()
         self._compaction_usage = TokenUsage()
         self._children = Children(number)
-        self._handlers: dict[type, Callable[[Any, float], list[TurnAction]]] = {
-            Begin: self._begin,
-            Resume: self._resumed,
-            RequestBuilt: self._request_built,
-            CompactionPlanned: self._compaction_planned,
-            CompactionApplied: self._compaction_applied,
-            OutputsStubbed: self._outputs_stubbed,
-            WindowLearned: self._window_learned,
-            StepChecked: self._step_checked,
-            ProbeDue: self._probe_due,
-            AuthDone: self._auth_done,
-            ResubmitDue: self._resubmit_due,
-            CancelRequested: self._cancel_requested,
-            SiblingDown: self._sibling_down,
-            Restarted: self._restarted,
-            Shutdown: self._shutdown,
-            ActionFailed: self._action_failed,
-            StepText: self._delta,
-            StepThought: self._thought,
-            StepQueued: self._queued,
-            StepRetrying: self._retrying,
-            StepProjectionFallback: self._fallback,
-            Completed: self._completed,
-            Failed: self._failed,
-            Cancelled: self._sampler_cancelled,
-            ToolCallBegan: self._tool_began,
-            ToolCallEnded: self._tool_ended,
-            ToolsFinished: self._tools_finished,
-            ev.SubagentStarted: lambda message, _: [Emit(e) for e in self._children.began(message)],
-            ev.SubagentFinished: lambda message, _: [Emit(e) for e in self._children.ended(message)],
-        }
+
+    def _subagent_started(self, message: ev.SubagentStarted, _now: float) -> list[TurnAction]:
+        return [Emit(e) for e in self._children.began(message)]
+
+    def _subagent_finished(self, message: ev.SubagentFinished, _now: float) -> list[TurnAction]:
+        return [Emit(e) for e in self._children.ended(message)]
 
     @property
     def ended(self) -> bool:
@@ -292,10 +267,10 @@ class TurnMachine:
         for a message that is not about the step in flight. Raises ``TypeError`` for a non-input."""
         if self.phase is Phase.ENDED:
             return []
-        handler = self._handlers.get(type(message))
+        handler = _HANDLERS.get(type(message))
         if handler is None:
             raise TypeError(f"not a turn input: {type(message).__name__}")
-        return handler(message, now)
+        return handler(self, message, now)
 
     @property
     def usage(self) -> TurnUsage:
@@ -944,6 +919,40 @@ class TurnMachine:
                     self._open_calls.pop(call.id, None)
             elif isinstance(written, ToolMessage) and written.result.call_id in self._calls:
                 self._open_calls[written.result.call_id] = self._calls[written.result.call_id]
+
+
+_HANDLERS: dict[type, Callable[[TurnMachine, Any, float], list[TurnAction]]] = {
+    Begin: TurnMachine._begin,
+    Resume: TurnMachine._resumed,
+    RequestBuilt: TurnMachine._request_built,
+    CompactionPlanned: TurnMachine._compaction_planned,
+    CompactionApplied: TurnMachine._compaction_applied,
+    OutputsStubbed: TurnMachine._outputs_stubbed,
+    WindowLearned: TurnMachine._window_learned,
+    StepChecked: TurnMachine._step_checked,
+    ProbeDue: TurnMachine._probe_due,
+    AuthDone: TurnMachine._auth_done,
+    ResubmitDue: TurnMachine._resubmit_due,
+    CancelRequested: TurnMachine._cancel_requested,
+    SiblingDown: TurnMachine._sibling_down,
+    Restarted: TurnMachine._restarted,
+    Shutdown: TurnMachine._shutdown,
+    ActionFailed: TurnMachine._action_failed,
+    StepText: TurnMachine._delta,
+    StepThought: TurnMachine._thought,
+    StepQueued: TurnMachine._queued,
+    StepRetrying: TurnMachine._retrying,
+    StepProjectionFallback: TurnMachine._fallback,
+    Completed: TurnMachine._completed,
+    Failed: TurnMachine._failed,
+    Cancelled: TurnMachine._sampler_cancelled,
+    ToolCallBegan: TurnMachine._tool_began,
+    ToolCallEnded: TurnMachine._tool_ended,
+    ToolsFinished: TurnMachine._tools_finished,
+    ev.SubagentStarted: TurnMachine._subagent_started,
+    ev.SubagentFinished: TurnMachine._subagent_finished,
+}
+"""The method of :class:`TurnMachine` that handles each kind of input."""
 
 
 def _ended_how(event: TurnEnd) -> str:

@@ -181,7 +181,7 @@ def test_starting_and_stopping_actors_leaves_no_timer_behind() -> None:
             system.stop(f"c{n}")
 
         def timers() -> list[str]:
-            return [job.name for job in list(system.io._jobs) if job.name == "restart-wait"]
+            return [name for name in system.io.pending_timers() if name == "restart-wait"]
 
         deadline = time.monotonic() + 5
         while timers() and time.monotonic() < deadline:

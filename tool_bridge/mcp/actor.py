@@ -22,6 +22,7 @@ from actors import (
     RestartIntensity,
     Strategy,
     Supervisor,
+    Timer,
     handles,
 )
 from tool_bridge.mcp.errors import McpError, McpNotInstalled
@@ -83,7 +84,7 @@ class McpServerActor(Actor):
         self._workspace = workspace
         self._environ = dict(os.environ if environ is None else environ)
         self._job: Job | None = None
-        self._retry: Job | None = None
+        self._retry: Timer | None = None
 
     def on_start(self) -> None:
         machine = self._handle.machine
@@ -207,7 +208,7 @@ class McpServerActor(Actor):
                 pass
 
 
-def _cancel(job: Job | None) -> None:
+def _cancel(job: Job | Timer | None) -> None:
     if job is not None:
         job.cancel()
 
