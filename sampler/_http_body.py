@@ -11,7 +11,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BodyFramingError", "ChunkedBody", "Framing", "LengthBody", "framing_of"]
+__all__ = [
+    "BodyFramingError",
+    "ChunkedBody",
+    "Framing",
+    "LengthBody",
+    "UntilClose",
+    "framing_of",
+    "message_framing",
+]
 
 _MAX_LINE: Final = 4096
 """The longest chunk-size or trailer line accepted (with its extensions)."""
@@ -125,12 +133,31 @@ class LengthBody:
         return self._remaining
 
 
+class UntilClose:
+    """A body that ends where the connection closes (no length and not chunked): every byte is payload;
+    :meth:`close` marks it :attr:`done`. The connection cannot serve another request."""
+
+    __slots__ = ("done", "leftover")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.leftover = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """The payload in ``data``: all of it."""
+        return data
+
+    def close(self) -> None:
+        """The connection closed: the body is complete."""
+        self.done = True
+
+
 @dataclass(frozen=True)
 class Framing:
     """How a response's body is framed: its decoder, and whether the connection may serve another request
     once the body has been read."""
 
-    body: ChunkedBody | LengthBody
+    body: ChunkedBody | LengthBody | UntilClose
     keep_alive: bool
 
 
@@ -142,21 +169,33 @@ def framing_of(
     204 or 304) or is read until the connection closes."""
     if method == "HEAD" or status in (204, 304):
         return None
+    framing = message_framing(method, status, http_version, headers)
+    return None if type(framing.body) is UntilClose else framing
+
+
+def message_framing(
+    method: str, status: int, http_version: bytes, headers: Iterable[tuple[bytes, bytes]]
+) -> Framing:
+    """The framing of a final response to ``method`` from its head (header names lower-case), whatever it
+    is: no bytes for a HEAD, 204 or 304, chunked, ``Content-Length`` (chunked wins when both are given),
+    or else until the connection closes."""
     chunked = False
     length: int | None = None
     keep_alive = http_version == b"1.1"
     for name, value in headers:
         if name == b"transfer-encoding":
-            chunked = True  # h11 accepts no transfer coding but "chunked"
+            chunked = True  # no transfer coding but "chunked" reaches here
         elif name == b"content-length":
             length = int(value)
         elif name == b"connection" and b"close" in value.lower():
             keep_alive = False
+    if method == "HEAD" or status in (204, 304):
+        return Framing(LengthBody(0), keep_alive)
     if chunked:
         return Framing(ChunkedBody(), keep_alive)
     if length is not None:
         return Framing(LengthBody(length), keep_alive)
-    return None
+    return Framing(UntilClose(), False)
 
 
 def _chunk_size(line: bytes) -> int:

@@ -15,7 +15,8 @@ import select
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
+import zlib
+from collections.abc import AsyncIterator, Iterable
 from typing import Final
 
 import h11
@@ -23,9 +24,10 @@ import httpx
 import trio
 
 from ._groups import unwrap
-from ._http_body import BodyFramingError, ChunkedBody, LengthBody, framing_of
+from ._http_body import BodyFramingError, ChunkedBody, LengthBody, UntilClose, framing_of, message_framing
+from ._http_head import HeadError, RequestHead, ResponseHead, head_end, parse_response_head
 
-__all__ = ["TransportClosedError", "TrioTransport", "proxy_configured"]
+__all__ = ["StreamedResponse", "TransportClosedError", "TrioTransport", "proxy_configured"]
 
 _READ_SIZE: Final = 64 * 1024
 _FLUSH_SIZE: Final = 64 * 1024
@@ -119,6 +121,36 @@ class TrioTransport(httpx.AsyncBaseTransport):
         connection = await self._connect(origin, request, timeout.get("connect"))
         return await self._exchange(connection, request, head, timeout, retry_if_stale=False)
 
+    async def post(
+        self,
+        head: RequestHead,
+        body: bytes,
+        *,
+        extra_headers: Iterable[tuple[str, str]] = (),
+        connect_timeout: float | None = None,
+        write_timeout: float | None = None,
+    ) -> StreamedResponse:
+        """Send ``head`` (with ``extra_headers`` and the body's length) and ``body`` on a pooled connection
+        and return the response once its head has arrived, without building an ``httpx.Request`` or
+        ``httpx.Response``: the same pool, keep-alive rules, retry of a stale connection, time-outs and
+        errors as :meth:`handle_async_request`, and no read time-out (the caller bounds its reads).
+
+        Raises ``httpx.LocalProtocolError`` for an extra header that may not be sent."""
+        if self._closed:
+            raise TransportClosedError("this TrioTransport has been closed; make a new one")
+        try:
+            data = head.encode(len(body), extra_headers) + body
+        except HeadError as exc:
+            raise httpx.LocalProtocolError(str(exc)) from exc
+        connection = self._checkout(head.origin)
+        if connection is not None:
+            try:
+                return await self._lean_exchange(connection, head, data, write_timeout, retry_if_stale=True)
+            except _Stale:
+                pass
+        connection = await self._connect(head.origin, None, connect_timeout)
+        return await self._lean_exchange(connection, head, data, write_timeout, retry_if_stale=False)
+
     async def aclose(self) -> None:
         """Close every pooled connection; any later request raises :class:`TransportClosedError`.
         Responses still streaming finish normally, and their connections are closed afterwards."""
@@ -169,16 +201,13 @@ class TrioTransport(httpx.AsyncBaseTransport):
                 return
             state.start_next_cycle()
         else:
-            # The body was framed past h11, which still waits for it: the next exchange starts afresh.
-            if (
-                self._closed
-                or state.our_state is not h11.DONE
-                or not framed.keep_alive
-                or framed.body.leftover
-            ):
+            # The body was framed past h11: the next exchange starts afresh (a lean one left h11 idle).
+            sent = framed.lean or state.our_state is h11.DONE
+            if self._closed or not sent or not framed.keep_alive or framed.body.leftover:
                 connection.close()
                 return
-            connection.h11 = h11.Connection(h11.CLIENT)
+            if not framed.lean:
+                connection.h11 = h11.Connection(h11.CLIENT)
         connection.idle_since = trio.current_time()
         idle = self._idle.setdefault(connection.origin, [])
         idle.append(connection)
@@ -187,7 +216,9 @@ class TrioTransport(httpx.AsyncBaseTransport):
 
     # -- one connection ---------------------------------------------------------------------------------
 
-    async def _connect(self, origin: _Origin, request: httpx.Request, timeout: float | None) -> _Connection:
+    async def _connect(
+        self, origin: _Origin, request: httpx.Request | None, timeout: float | None
+    ) -> _Connection:
         scheme, host, port = origin
         with trio.move_on_after(math.inf if timeout is None else timeout):
             try:
@@ -269,6 +300,43 @@ class TrioTransport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
         )
 
+    async def _lean_exchange(
+        self,
+        connection: _Connection,
+        head: RequestHead,
+        data: bytes,
+        write_timeout: float | None,
+        *,
+        retry_if_stale: bool,
+    ) -> StreamedResponse:
+        """:meth:`_exchange` for :meth:`post`: the request goes out as the bytes ``data`` and the response
+        head is parsed here; h11 is not used."""
+        progress = _Progress()
+        try:
+            try:
+                await _send(connection, None, data, write_timeout)
+            except httpx.WriteError as exc:
+                # The server may have answered early (say, 413) and stopped reading: read its answer.
+                try:
+                    answer, unread = await _receive_lean_head(connection, progress)
+                except httpx.TransportError:
+                    raise exc from exc.__cause__
+            else:
+                answer, unread = await _receive_lean_head(connection, progress)
+        except BaseException as exc:
+            connection.close()
+            stale = isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
+            if retry_if_stale and stale and not progress.received:
+                raise _Stale from exc
+            raise
+        lowered = answer.lowered()
+        framing = message_framing(head.method, answer.status_code, answer.http_version, lowered)
+        framed = _Framed(framing.body, unread, framing.keep_alive, lean=True)
+        stream = _ResponseStream(self, connection, None, None, framed)
+        return StreamedResponse(
+            answer.status_code, answer.reason, answer.headers, stream, lowered, answer.http_version
+        )
+
 
 def proxy_configured(url: str) -> bool:
     """Whether the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY`` and the
@@ -281,6 +349,72 @@ def proxy_configured(url: str) -> bool:
     if not host:
         return True
     return not urllib.request.proxy_bypass(host)
+
+
+class StreamedResponse:
+    """The answer to :meth:`TrioTransport.post` as its head arrived. Its body streams from
+    :meth:`aiter_bytes`, decoded as its ``Content-Encoding`` says (``gzip`` and ``deflate``; other codings
+    pass as they are); :meth:`aclose` closes the connection unless the body was read to its end."""
+
+    __slots__ = ("_codings", "_stream", "headers", "http_version", "reason_phrase", "status_code")
+
+    def __init__(
+        self,
+        status_code: int,
+        reason: bytes,
+        headers: list[tuple[bytes, bytes]],
+        stream: _ResponseStream,
+        lowered: list[tuple[bytes, bytes]],
+        http_version: bytes = b"1.1",
+    ) -> None:
+        self.status_code = status_code
+        self.reason_phrase = reason.decode("latin-1")
+        self.http_version = "HTTP/" + http_version.decode("ascii")
+        self.headers = httpx.Headers(headers)
+        self._stream = stream
+        self._codings = [
+            coding.strip().lower()
+            for name, value in lowered
+            if name == b"content-encoding"
+            for coding in value.split(b",")
+            if coding.strip().lower() in _DECODED
+        ]
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive (decoded), each read's worth in one piece."""
+        if not self._codings:
+            return self._stream
+        return _decoded(self._stream, self._codings)
+
+    async def aclose(self) -> None:
+        """Close the body: its connection is closed unless the body was read to the end."""
+        await self._stream.aclose()
+
+
+_DECODED: Final = (b"gzip", b"x-gzip", b"deflate")
+
+
+async def _decoded(stream: AsyncIterator[bytes], codings: list[bytes]) -> AsyncIterator[bytes]:
+    """``stream`` with its content codings undone (the last applied first). Raises
+    ``httpx.DecodingError`` for bytes that do not decode."""
+    decoders = [
+        zlib.decompressobj(zlib.MAX_WBITS | 16 if c != b"deflate" else zlib.MAX_WBITS) for c in codings
+    ]
+    try:
+        async for chunk in stream:
+            for decoder in reversed(decoders):
+                chunk = decoder.decompress(chunk)
+            if chunk:
+                yield chunk
+        tail = b""
+        for decoder in reversed(decoders):
+            tail = decoder.decompress(tail) + decoder.flush()
+        if tail:
+            yield tail
+    except zlib.error as exc:
+        raise httpx.DecodingError(
+            f"the response body does not decode as {b', '.join(codings).decode()}: {exc}"
+        ) from exc
 
 
 class _Stale(Exception):
@@ -336,14 +470,23 @@ class _Connection:
 class _Framed:
     """A body whose framing (chunked, or Content-Length) is decoded here rather than by h11."""
 
-    __slots__ = ("body", "keep_alive", "unread")
+    __slots__ = ("body", "keep_alive", "lean", "unread")
 
-    def __init__(self, body: ChunkedBody | LengthBody, unread: bytes, keep_alive: bool) -> None:
+    def __init__(
+        self,
+        body: ChunkedBody | LengthBody | UntilClose,
+        unread: bytes,
+        keep_alive: bool,
+        *,
+        lean: bool = False,
+    ) -> None:
         self.body = body
         self.unread = unread
         """Bytes that arrived with the head, not yet decoded."""
         self.keep_alive = keep_alive
         """The response lets the connection be used again once its body has been read."""
+        self.lean = lean
+        """The exchange went past h11 both ways (:meth:`TrioTransport.post`): its state is untouched."""
 
 
 def _framing(request: httpx.Request, event: h11.Response, connection: _Connection) -> _Framed | None:
@@ -365,7 +508,7 @@ class _ResponseStream(httpx.AsyncByteStream):
         self,
         transport: TrioTransport,
         connection: _Connection,
-        request: httpx.Request,
+        request: httpx.Request | None,
         read_timeout: float | None,
         framed: _Framed | None = None,
     ) -> None:
@@ -416,13 +559,17 @@ class _ResponseStream(httpx.AsyncByteStream):
     async def _next_framed(self, connection: _Connection, framed: _Framed) -> bytes:
         """The next payload of a framed body: everything one read completes, in one piece."""
         body = framed.body
+        payload = b""
         try:
-            while True:
+            while not body.done:
                 if framed.unread:
                     data, framed.unread = framed.unread, b""
                 else:
                     data = await _receive(connection, self._request, self._read_timeout)
                     if not data:
+                        if type(body) is UntilClose:
+                            body.close()
+                            break
                         raise httpx.RemoteProtocolError(
                             "the server closed the connection before the response body ended",
                             request=self._request,
@@ -432,6 +579,8 @@ class _ResponseStream(httpx.AsyncByteStream):
                     break
                 if payload:
                     return payload
+            if framed.unread:
+                body.feed(framed.unread)  # bytes past the body: the connection cannot be used again
         except BodyFramingError as exc:
             self._discard(connection)
             raise httpx.RemoteProtocolError(str(exc), request=self._request) from exc
@@ -516,7 +665,35 @@ async def _receive_head(
             raise httpx.RemoteProtocolError(f"unexpected {event!r} before the response", request=request)
 
 
-async def _send(connection: _Connection, request: httpx.Request, data: bytes, timeout: float | None) -> None:
+async def _receive_lean_head(connection: _Connection, progress: _Progress) -> tuple[ResponseHead, bytes]:
+    """The final response head on ``connection`` (informational ones skipped) and the bytes that came
+    after it. Raises ``httpx.RemoteProtocolError`` for a malformed head or a close before it ended."""
+    buffer = b""
+    while True:
+        try:
+            end = head_end(buffer)
+            while end < 0:
+                data = await _receive(connection, None, None)
+                if not data:
+                    if progress.received:
+                        raise httpx.RemoteProtocolError("the server closed the connection mid-head")
+                    raise httpx.RemoteProtocolError("the server closed the connection without a response")
+                progress.received += len(data)
+                buffer += data
+                end = head_end(buffer)
+            answer = parse_response_head(buffer[:end])
+        except HeadError as exc:
+            raise httpx.RemoteProtocolError(str(exc)) from exc
+        buffer = buffer[end:]
+        if answer.status_code >= 200:
+            return answer, buffer
+        if answer.status_code == 101:
+            raise httpx.RemoteProtocolError("the server switched protocols, which this transport does not do")
+
+
+async def _send(
+    connection: _Connection, request: httpx.Request | None, data: bytes, timeout: float | None
+) -> None:
     try:
         if timeout is None:
             await connection.stream.send_all(data)
@@ -529,7 +706,7 @@ async def _send(connection: _Connection, request: httpx.Request, data: bytes, ti
     raise httpx.WriteTimeout(f"could not send for {timeout:g} s", request=request)
 
 
-async def _receive(connection: _Connection, request: httpx.Request, timeout: float | None) -> bytes:
+async def _receive(connection: _Connection, request: httpx.Request | None, timeout: float | None) -> bytes:
     read = _read_socket if connection.plain else _read_stream
     try:
         if timeout is None:

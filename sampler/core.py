@@ -15,8 +15,9 @@ import trio
 
 from ._coalescing import Coalescer
 from ._groups import is_cancellation
+from ._http_head import HeadError, RequestHead
 from ._sse import SseParser
-from ._transport import TrioTransport
+from ._transport import StreamedResponse, TrioTransport
 from .errors import LlmError, LlmErrorKind, classify_exception, classify_http_error, classify_stream_error
 from .events import (
     Cancelled,
@@ -155,12 +156,19 @@ async def sample_step(
     each request goes straight to it, past the client's layers (cookies, redirects, auth flows, hooks and
     default headers): the same request on the same connections, with less work per request.
     """
-    if traceparent is not None:
-        settings = msgspec.structs.replace(settings, headers={**settings.headers, "traceparent": traceparent})
     rng = rng or random.Random()
     policy = settings.policy
     step = _Step(
-        request, request_id, client, settings, emit, api_key, memory or ProjectionMemory(), gate, transport
+        request,
+        request_id,
+        client,
+        settings,
+        emit,
+        api_key,
+        memory or ProjectionMemory(),
+        gate,
+        transport,
+        () if traceparent is None else (("traceparent", traceparent),),
     )
     try:
         while True:
@@ -205,6 +213,8 @@ class _Step:
     memory: ProjectionMemory
     gate: GateClient | None
     transport: TrioTransport | None = None
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    """Headers of this step alone (its trace context), sent after the settings' own."""
     attempt: int = 0
     """The attempt under way, counted from 1; a re-shaped request is the same attempt."""
     current: _Attempt = field(default_factory=_Attempt)
@@ -246,16 +256,15 @@ async def _attempt_in_every_shape(step: _Step) -> Completed | Failed | LlmError:
 async def _gated_attempt(step: _Step, body: bytes) -> AssistantResult | LlmError | Failed:
     """Send ``body`` once, through the provider gate when the step has one (and tell the gate how it was
     answered); a wait past the gate's deadline is the step's :class:`Failed`, not emitted yet."""
-    send = step.request_id, step.client, step.transport, step.settings, step.emit
     if step.gate is None:
-        return await _one_attempt(body, *send, step.api_key(), step.current)
+        return await _one_attempt(body, step, step.api_key())
     lease = f"{step.request_id}#{next(step.leases)}"
     try:
         await step.gate.acquire(lease, _rough_tokens(body), _report_queue(step.request_id, step.emit))
     except GateTimeout as waited:
         return Failed(step.request_id, LlmError(LlmErrorKind.RATE_LIMIT, message=str(waited)), step.attempt)
     try:
-        return await _one_attempt(body, *send, step.api_key(), step.current)
+        return await _one_attempt(body, step, step.api_key())
     finally:
         step.gate.release(lease, step.current.status, step.current.headers)
 
@@ -309,16 +318,8 @@ def _judge(result: AssistantResult) -> LlmError | None:
     return None
 
 
-async def _one_attempt(
-    body: bytes,
-    request_id: str,
-    client: httpx.AsyncClient,
-    transport: TrioTransport | None,
-    settings: SamplerSettings,
-    emit: Callable[[SamplerEvent], None],
-    api_key: str | None,
-    attempt: _Attempt,
-) -> AssistantResult | LlmError:
+async def _one_attempt(body: bytes, step: _Step, api_key: str | None) -> AssistantResult | LlmError:
+    settings, attempt, request_id = step.settings, step.current, step.request_id
     adapter = get_adapter(settings.provider)
     url = endpoint_url(settings.base_url, adapter.path)
     headers = {**adapter.headers(api_key), **settings.headers}
@@ -335,7 +336,7 @@ async def _one_attempt(
     error: LlmError | None = None
     try:
         with trio.CancelScope(deadline=trio.current_time() + settings.connect_timeout + idle) as watchdog:
-            async with _post(client, transport, url, body, headers, timeout) as response:
+            async with _post(step, url, body, headers, timeout) as response:
                 attempt.status, attempt.headers = response.status_code, response.headers
                 if response.status_code != 200:
                     body = await _read_bounded(response, watchdog, idle)
@@ -345,7 +346,7 @@ async def _one_attempt(
                     body = await _read_bounded(response, watchdog, idle, _MAX_WHOLE_BODY)
                     return _whole_answer(body, content_type, adapter.new_decoder())
                 decoder = attempt.decoder = adapter.new_decoder()
-                coalescer = Coalescer(emit, request_id, interval, attempt)
+                coalescer = Coalescer(step.emit, request_id, interval, attempt)
                 try:
                     error = await _read_stream(response, decoder, coalescer, watchdog, idle)
                     if error is not None:
@@ -367,36 +368,44 @@ async def _one_attempt(
 
 @asynccontextmanager
 async def _post(
-    client: httpx.AsyncClient,
-    transport: TrioTransport | None,
-    url: str,
-    body: bytes,
-    headers: dict[str, str],
-    timeout: httpx.Timeout,
-) -> AsyncIterator[httpx.Response]:
-    """The response to POSTing ``body`` to ``url``, as its head arrives; its body is closed on exit."""
+    step: _Step, url: str, body: bytes, headers: dict[str, str], timeout: httpx.Timeout
+) -> AsyncIterator[httpx.Response | StreamedResponse]:
+    """The response to POSTing ``body`` to ``url``, as its head arrives; its body is closed on exit.
+
+    Through the step's transport when it has one: the request head is built and checked once per URL
+    and headers, and only its length and the step's own headers are added per request."""
+    transport = step.transport
     if transport is None:
-        async with client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+        headers.update(step.extra_headers)
+        async with step.client.stream(
+            "POST", url, content=body, headers=headers, timeout=timeout
+        ) as response:
             yield response
         return
-    request = httpx.Request(
-        "POST", _parsed_url(url), content=body, headers=headers, extensions={"timeout": timeout.as_dict()}
-    )
-    response = await transport.handle_async_request(request)
-    response.request = request
     try:
-        yield response
+        head = _request_head(url, tuple(headers.items()))
+    except HeadError as exc:
+        raise httpx.LocalProtocolError(str(exc)) from exc
+    answer = await transport.post(
+        head,
+        body,
+        extra_headers=step.extra_headers,
+        connect_timeout=timeout.connect,
+        write_timeout=timeout.write,
+    )
+    try:
+        yield answer
     finally:
-        await response.aclose()
+        await answer.aclose()
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed_url(url: str) -> httpx.URL:
-    return httpx.URL(url)
+def _request_head(url: str, headers: tuple[tuple[str, str], ...]) -> RequestHead:
+    return RequestHead.build("POST", url, headers)
 
 
 async def _read_stream(
-    response: httpx.Response,
+    response: httpx.Response | StreamedResponse,
     decoder: StreamDecoder,
     coalescer: Coalescer,
     watchdog: trio.CancelScope,
@@ -428,7 +437,10 @@ async def _read_stream(
 
 
 async def _read_bounded(
-    response: httpx.Response, watchdog: trio.CancelScope, idle: float, limit: int = _MAX_ERROR_BODY
+    response: httpx.Response | StreamedResponse,
+    watchdog: trio.CancelScope,
+    idle: float,
+    limit: int = _MAX_ERROR_BODY,
 ) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import random
 import re
 import shutil
@@ -10,6 +11,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,8 @@ import pytest
 import trio
 import trio.testing
 
-from sampler._transport import TransportClosedError, TrioTransport, proxy_configured
+from sampler._http_head import HeadError, RequestHead
+from sampler._transport import StreamedResponse, TransportClosedError, TrioTransport, proxy_configured
 from sampler.core import SamplerSettings, sample_step
 from sampler.events import Completed, StepRetrying
 from sampler.fake import FakeProvider, Fault, FaultPlan, Script
@@ -921,3 +924,579 @@ def test_no_proxy_exempts_the_hosts_it_names(no_proxy_env: pytest.MonkeyPatch) -
     assert not proxy_configured("http://127.0.0.1:8080/v1")
     assert not proxy_configured("http://api.example.com/v1")
     assert proxy_configured("http://api.other.org/v1")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The lean path: TrioTransport.post
+
+
+async def post_all(
+    transport: TrioTransport,
+    url: str,
+    body: bytes = b"{}",
+    headers: tuple[tuple[str, str], ...] = (),
+    **options: Any,
+) -> tuple[StreamedResponse, bytes]:
+    """POST ``body`` to ``url`` through :meth:`TrioTransport.post` and read the whole (decoded) answer;
+    one that never ends fails within 10 s (at once, under the autojump clock)."""
+    with trio.fail_after(10):
+        response = await transport.post(RequestHead.build("POST", url, headers), body, **options)
+        try:
+            return response, b"".join([chunk async for chunk in response.aiter_bytes()])
+        finally:
+            await response.aclose()
+
+
+@pytest.mark.trio
+async def test_post_sends_the_head_as_built_then_the_extra_headers_the_length_and_the_body(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    server = await serve(keep_alive)
+    url = server.url("/v1/chat?api-version=2")
+    headers = (("Content-Type", "application/json"), ("Authorization", "Bearer k"))
+    await post_all(transport, url, b'{"a": 1}', headers, extra_headers=[("traceparent", "00-1-2-01")])
+    await post_all(transport, url, b"", headers, extra_headers=[("X-Other", "2")])
+    await post_all(transport, url, b"x" * 200_000, headers)
+    start = b"POST /v1/chat?api-version=2 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % server.port
+    start += b"Content-Type: application/json\r\nAuthorization: Bearer k\r\n"
+    assert server.peers[0].heads == [
+        start + b"traceparent: 00-1-2-01\r\nContent-Length: 8",
+        start + b"X-Other: 2\r\nContent-Length: 0",
+        start + b"Content-Length: 200000",
+    ]
+    assert server.peers[0].bodies == [b'{"a": 1}', b"", b"x" * 200_000]
+
+
+@pytest.mark.trio
+async def test_post_gives_the_status_reason_version_and_headers_as_received(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def answer(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(
+            b"HTTP/1.1 201 Fine Indeed\r\nX-Custom:  Value \r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+            b"Content-Length: 2\r\n\r\nok"
+        )
+        await peer.until_closed()
+
+    server = await serve(answer)
+    response, body = await post_all(transport, server.url())
+    assert (response.status_code, response.reason_phrase, response.http_version) == (
+        201,
+        "Fine Indeed",
+        "HTTP/1.1",
+    )
+    assert isinstance(response.headers, httpx.Headers)
+    assert response.headers["x-custom"] == "Value"
+    assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
+    assert response.headers.raw[0] == (b"X-Custom", b"Value")
+    assert body == b"ok"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ok(b"hello world"),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nContent-Length: 11\r\n\r\nhello world",
+    ],
+    ids=["content-length", "chunked", "repeated-content-length"],
+)
+@pytest.mark.trio
+async def test_post_reads_a_framed_answer_and_reuses_its_connection_for_the_next_post(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, answer: bytes, autojump_clock: Any
+) -> None:
+    async def framed(peer: Peer) -> None:
+        while await peer.request() is not None:
+            await peer.send(answer[:30])
+            await trio.sleep(0.1)
+            await peer.send(answer[30:])
+
+    server = await serve(framed)
+    bodies = []
+    for _ in range(3):
+        bodies.append((await post_all(transport, server.url()))[1])
+        assert transport.idle_connections == 1
+    assert bodies == [b"hello world"] * 3
+    assert len(server.peers) == 1 and len(server.peers[0].heads) == 3
+
+
+@pytest.mark.trio
+async def test_post_and_httpx_requests_share_the_pooled_connections(
+    serve: Callable[..., Awaitable[RawServer]],
+    transport: TrioTransport,
+    client: httpx.AsyncClient,
+    autojump_clock: Any,
+) -> None:
+    server = await serve(keep_alive)
+    first = (await post_all(transport, server.url()))[1]
+    second = (await client.post(server.url(), content=b"through httpx")).content
+    third = (await post_all(transport, server.url()))[1]
+    assert [first, second, third] == [b"conn 0"] * 3
+    assert server.peers[0].bodies == [b"{}", b"through httpx", b"{}"]
+
+
+@pytest.mark.trio
+async def test_post_reads_an_http_1_0_answer_without_length_to_the_close_and_does_not_reuse_it(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def old_server(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(b"HTTP/1.0 200 OK\r\n\r\nuntil ")
+        await trio.sleep(0.1)
+        await peer.send(b"the end")
+
+    server = await serve(old_server)
+    response, body = await post_all(transport, server.url())
+    assert (response.http_version, body) == ("HTTP/1.0", b"until the end")
+    assert transport.idle_connections == 0
+    await post_all(transport, server.url())
+    assert len(server.peers) == 2
+
+
+@pytest.mark.trio
+async def test_post_skips_informational_answers(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def continue_first(peer: Peer) -> None:
+        while await peer.request() is not None:
+            await peer.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await trio.sleep(0.1)
+            await peer.send(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n" + ok())
+
+    server = await serve(continue_first)
+    answers = [await post_all(transport, server.url()) for _ in range(2)]
+    assert [(response.status_code, body) for response, body in answers] == [(200, b"hello")] * 2
+    assert len(server.peers) == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "answer"),
+    [
+        ("POST", b"HTTP/1.1 204 No Content\r\n\r\n"),
+        ("POST", b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n"),
+        ("HEAD", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"),
+    ],
+    ids=["204", "304-with-a-length", "head"],
+)
+@pytest.mark.trio
+async def test_post_an_answer_without_a_body_is_empty_and_keeps_its_connection(
+    serve: Callable[..., Awaitable[RawServer]],
+    transport: TrioTransport,
+    method: str,
+    answer: bytes,
+    autojump_clock: Any,
+) -> None:
+    async def bodiless_first(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(answer)
+        await keep_alive(peer)
+
+    server = await serve(bodiless_first)
+    with trio.fail_after(10):
+        response = await transport.post(RequestHead.build(method, server.url(), []), b"")
+        assert [chunk async for chunk in response.aiter_bytes()] == []
+    assert transport.idle_connections == 1
+    assert (await post_all(transport, server.url()))[1] == b"conn 0"
+    assert len(server.peers) == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, Close\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokSURPLUS",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nSURPLUS",
+        b"HTTP/1.1 204 No Content\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    ],
+    ids=[
+        "connection-close",
+        "close-in-a-list",
+        "bytes-after-a-length-body",
+        "bytes-after-a-chunked-body",
+        "bytes-after-a-204",
+        "http-1.0-with-a-length",
+    ],
+)
+@pytest.mark.trio
+async def test_post_does_not_pool_a_connection_its_answer_forbids_or_that_sent_more_than_its_body(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, answer: bytes, autojump_clock: Any
+) -> None:
+    async def once(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(answer)
+        await peer.until_closed()
+
+    server = await serve(once)
+    assert (await post_all(transport, server.url()))[1] in (b"ok", b"")
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SPDY/9 nonsense\r\n\r\n",
+        b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nX-Long: first\r\n second\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nNo colon\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * (70 * 1024),
+    ],
+    ids=[
+        "not-http",
+        "http-2",
+        "folded-line",
+        "colon-less-line",
+        "other-transfer-coding",
+        "disagreeing-lengths",
+        "non-numeric-length",
+        "head-over-64-kib",
+    ],
+)
+@pytest.mark.trio
+async def test_post_a_malformed_answer_head_is_a_remote_protocol_error_and_pools_nothing(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, answer: bytes, autojump_clock: Any
+) -> None:
+    async def malformed(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(answer)
+        await peer.until_closed()
+
+    server = await serve(malformed)
+    with pytest.raises(httpx.RemoteProtocolError) as caught:
+        await transport.post(RequestHead.build("POST", server.url(), []), b"{}")
+    assert isinstance(caught.value.__cause__, HeadError)
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.trio
+async def test_post_a_switch_of_protocols_is_a_remote_protocol_error(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def upgrade(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n" + ok())
+        await peer.until_closed()
+
+    server = await serve(upgrade)
+    with pytest.raises(httpx.RemoteProtocolError, match="switched protocols"):
+        await post_all(transport, server.url())
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.trio
+async def test_post_a_malformed_chunk_size_is_a_remote_protocol_error_and_closes_the_connection(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def bad_chunks(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0x5\r\nworld\r\n"
+        )
+        await peer.until_closed()
+
+    server = await serve(bad_chunks)
+    with pytest.raises(httpx.RemoteProtocolError, match="malformed chunk size"):
+        await post_all(transport, server.url())
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.trio
+async def test_post_a_peer_closing_mid_body_is_a_remote_protocol_error(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def cut_short(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+
+    server = await serve(cut_short)
+    with pytest.raises(httpx.RemoteProtocolError, match="closed the connection before the response body"):
+        await post_all(transport, server.url())
+    assert transport.idle_connections == 0
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+@pytest.mark.trio
+async def test_post_retries_a_reused_connection_found_dead_once_on_a_fresh_one(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any, how: str
+) -> None:
+    async def dies_after_one(peer: Peer) -> None:
+        if peer.index > 0:
+            return await keep_alive(peer)
+        await peer.request()
+        await peer.send(ok(b"conn 0"))
+        await peer.request()
+        if how == "reset":
+            peer.reset()
+
+    server = await serve(dies_after_one)
+    assert (await post_all(transport, server.url(), b"first"))[1] == b"conn 0"
+    assert (await post_all(transport, server.url(), b"again"))[1] == b"conn 1"
+    assert len(server.peers) == 2
+    assert server.peers[0].bodies == [b"first", b"again"]
+    assert server.peers[1].bodies == [b"again"]
+
+
+@pytest.mark.trio
+async def test_post_retries_a_dead_reused_connection_only_once(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def answers_once_then_hangs_up(peer: Peer) -> None:
+        await peer.request()
+        if peer.index == 0:
+            await peer.send(ok())
+            await peer.request()
+
+    server = await serve(answers_once_then_hangs_up)
+    await post_all(transport, server.url())
+    with pytest.raises(httpx.RemoteProtocolError, match="without a response"):
+        await post_all(transport, server.url())
+    assert len(server.peers) == 2
+    assert transport.idle_connections == 0
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [b"HTTP/1.1 200 OK\r\nContent-Le", b"HTTP/1.1 200 O\x00K\r\n\r\n"],
+    ids=["cut-short", "malformed"],
+)
+@pytest.mark.trio
+async def test_post_does_not_retry_once_a_byte_of_the_answer_arrived(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, partial: bytes, autojump_clock: Any
+) -> None:
+    async def breaks_in_the_head(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(ok())
+        await peer.request()
+        await peer.send(partial)
+
+    server = await serve(breaks_in_the_head)
+    await post_all(transport, server.url())
+    with pytest.raises(httpx.RemoteProtocolError):
+        await post_all(transport, server.url())
+    assert len(server.peers) == 1
+
+
+@pytest.mark.trio
+async def test_post_does_not_retry_a_fresh_connection_closed_without_an_answer(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def hang_up(peer: Peer) -> None:
+        await peer.request()
+
+    server = await serve(hang_up)
+    with pytest.raises(httpx.RemoteProtocolError, match="without a response"):
+        await post_all(transport, server.url())
+    assert len(server.peers) == 1
+
+
+@pytest.mark.trio
+async def test_post_on_a_closed_transport_raises_transport_closed_error(
+    serve: Callable[..., Awaitable[RawServer]], autojump_clock: Any
+) -> None:
+    server = await serve(keep_alive)
+    transport = TrioTransport()
+    await post_all(transport, server.url())
+    await transport.aclose()
+    await closed_and_not_pooled(transport, server)
+    with pytest.raises(TransportClosedError):
+        await post_all(transport, server.url())
+    assert len(server.peers) == 1
+
+
+@pytest.mark.trio
+async def test_post_an_answer_still_streaming_at_aclose_ends_and_does_not_return_its_connection(
+    serve: Callable[..., Awaitable[RawServer]], autojump_clock: Any
+) -> None:
+    server = await serve(keep_alive)
+    transport = TrioTransport()
+    response = await transport.post(RequestHead.build("POST", server.url(), []), b"{}")
+    await transport.aclose()
+    assert b"".join([chunk async for chunk in response.aiter_bytes()]) == b"conn 0"
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [("Bad Name", "x"), ("X-Trace", "a\r\nInjected: 1"), ("X-Trace", "caf\u00e9"), ("Content-Length", "1")],
+    ids=["name-not-a-token", "crlf-in-value", "non-ascii-value", "framing-header"],
+)
+@pytest.mark.trio
+async def test_post_with_a_bad_extra_header_is_a_local_protocol_error_before_anything_is_sent(
+    serve: Callable[..., Awaitable[RawServer]],
+    transport: TrioTransport,
+    header: tuple[str, str],
+    autojump_clock: Any,
+) -> None:
+    server = await serve(keep_alive)
+    await post_all(transport, server.url())
+    with pytest.raises(httpx.LocalProtocolError) as caught:
+        await post_all(transport, server.url(), extra_headers=[header])
+    assert isinstance(caught.value.__cause__, HeadError)
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(server.peers) == 1 and len(server.peers[0].heads) == 1
+    assert transport.idle_connections == 1  # the pooled connection was not even taken
+
+
+def _content_coded(payload: bytes, coding: str) -> bytes:
+    for step in (part.strip() for part in coding.split(",")):
+        payload = gzip.compress(payload) if step in ("gzip", "x-gzip") else zlib.compress(payload)
+    return payload
+
+
+@pytest.mark.parametrize("coding", ["gzip", "x-gzip", "deflate", "GZIP", "deflate, gzip"])
+@pytest.mark.trio
+async def test_post_decodes_a_gzip_or_deflate_encoded_body_as_it_arrives(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, coding: str, autojump_clock: Any
+) -> None:
+    payload = b"data: a streamed token\n\n" * 200
+    encoded = _content_coded(payload, coding.lower())
+    third = len(encoded) // 3
+
+    async def compressed(peer: Peer) -> None:
+        while await peer.request() is not None:
+            await peer.send(b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\n" % coding.encode())
+            await peer.send(b"Transfer-Encoding: chunked\r\n\r\n")
+            for piece in (encoded[:third], encoded[third : 2 * third], encoded[2 * third :]):
+                await peer.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await trio.sleep(0.1)
+            await peer.send(b"0\r\n\r\n")
+
+    server = await serve(compressed)
+    response, body = await post_all(transport, server.url())
+    assert body == payload
+    assert response.headers["content-encoding"] == coding
+    assert (await post_all(transport, server.url()))[1] == payload
+    assert len(server.peers) == 1
+
+
+@pytest.mark.trio
+async def test_post_passes_a_body_in_another_content_coding_as_it_is_and_refuses_a_corrupt_gzip_one(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def coded(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(ok(b"\x0b\x02\x80raw", b"Content-Encoding: br"))
+        await peer.request()
+        await peer.send(ok(b"not gzip at all", b"Content-Encoding: gzip"))
+        await peer.until_closed()
+
+    server = await serve(coded)
+    assert (await post_all(transport, server.url()))[1] == b"\x0b\x02\x80raw"
+    with pytest.raises(httpx.DecodingError):
+        await post_all(transport, server.url())
+
+
+@pytest.mark.trio
+async def test_post_closing_an_answer_before_the_end_of_its_body_closes_the_connection(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def slow_body(peer: Peer) -> None:
+        if peer.index > 0:
+            return await keep_alive(peer)
+        await peer.request()
+        await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello")
+        await peer.until_closed()
+
+    server = await serve(slow_body)
+    response = await transport.post(RequestHead.build("POST", server.url(), []), b"{}")
+    assert await response.aiter_bytes().__anext__() == b"hello"
+    await response.aclose()
+    await closed_and_not_pooled(transport, server)
+    assert (await post_all(transport, server.url()))[1] == b"conn 1"
+
+
+@pytest.mark.trio
+async def test_post_cancelled_mid_body_closes_the_connection_and_pools_nothing(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def slow_body(peer: Peer) -> None:
+        await peer.request()
+        await peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await peer.until_closed()
+
+    server = await serve(slow_body)
+    chunks = []
+    with trio.move_on_after(1) as scope:
+        response = await transport.post(RequestHead.build("POST", server.url(), []), b"{}")
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+    assert scope.cancelled_caught
+    assert chunks == [b"hello"]
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.trio
+async def test_post_cancelled_before_the_answer_closes_the_connection(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def silent(peer: Peer) -> None:
+        await peer.request()
+        await peer.until_closed()
+
+    server = await serve(silent)
+    with trio.move_on_after(1) as scope:
+        await post_all(transport, server.url())
+    assert scope.cancelled_caught
+    await closed_and_not_pooled(transport, server)
+
+
+@pytest.mark.trio
+async def test_post_to_a_server_that_never_reads_is_a_write_timeout(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def never_reads(peer: Peer) -> None:
+        assert isinstance(peer.stream, trio.SocketStream)
+        peer.stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        await trio.sleep_forever()
+
+    server = await serve(never_reads)
+    started = trio.current_time()
+    with pytest.raises(httpx.WriteTimeout):
+        await post_all(transport, server.url(), b"x" * (16 << 20), write_timeout=3.0)
+    assert trio.current_time() - started == pytest.approx(3.0)
+    assert transport.idle_connections == 0
+
+
+@pytest.mark.trio
+async def test_post_to_a_refused_port_is_a_connect_error(transport: TrioTransport) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(httpx.ConnectError) as caught:
+        await post_all(transport, f"http://127.0.0.1:{port}/")
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+@pytest.mark.trio
+async def test_post_a_tls_handshake_that_never_ends_is_a_connect_timeout(
+    serve: Callable[..., Awaitable[RawServer]], transport: TrioTransport, autojump_clock: Any
+) -> None:
+    async def mute(peer: Peer) -> None:
+        await trio.sleep_forever()
+
+    server = await serve(mute)
+    started = trio.current_time()
+    with pytest.raises(httpx.ConnectTimeout):
+        await post_all(transport, server.url(scheme="https"), connect_timeout=2.0)
+    assert trio.current_time() - started == pytest.approx(2.0)
+
+
+@pytest.mark.trio
+async def test_post_speaks_https_with_sni_and_keeps_the_connection_alive(
+    serve: Callable[..., Awaitable[RawServer]], certificate: tuple[Path, Path]
+) -> None:
+    names: list[str | None] = []
+    server = await serve(keep_alive, tls=_server_context(certificate, names))
+    transport = TrioTransport(verify=ssl.create_default_context(cafile=str(certificate[0])))
+    with trio.fail_after(10):
+        bodies = [(await post_all(transport, server.url(scheme="https", host="localhost")))[1] for _ in "ab"]
+        await transport.aclose()
+    assert bodies == [b"conn 0", b"conn 0"]
+    assert names == ["localhost"]
+    assert server.alpn == ["http/1.1"]
