@@ -35,6 +35,7 @@ from tool_bridge.mcp import (
     status_notice,
 )
 
+from . import _collector
 from ._from_settings import (
     chat_options,
     credentials_from_settings,
@@ -120,6 +121,7 @@ class AgentHost:
         telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
+        self._holds_collector = False
         self._credentials = credentials or credentials_from_settings(settings)
         self._registry = registry or (
             lambda: builtin_registry(
@@ -190,6 +192,9 @@ class AgentHost:
             handle.on_status_changed(lambda before, state: self._announce(before, state, None))
         self._janitor = threading.Thread(target=self._passivate_idle, name="turnkeep-janitor", daemon=True)
         self._janitor.start()
+        if settings.host.collector:
+            _collector.hold()
+            self._holds_collector = True
 
     # -- sessions ------------------------------------------------------------------------------------
 
@@ -574,6 +579,9 @@ class AgentHost:
             watch.close()
         if self.telemetry is not None:
             self.telemetry.shutdown()
+        if self._holds_collector:
+            self._holds_collector = False
+            _collector.release()
 
     def __enter__(self) -> AgentHost:
         return self
@@ -761,6 +769,8 @@ class AgentHost:
             except BaseException:
                 session.active = False
                 raise
+        if self._holds_collector:
+            _collector.session_started()
 
     def _stop_subtree(self, session: OpenSession) -> None:
         with session.lock:
@@ -772,6 +782,8 @@ class AgentHost:
             finally:
                 session.active = False
             self._after_stop(session)
+        if self._holds_collector:
+            _collector.session_stopped()
 
     def _after_stop(self, session: OpenSession) -> None:
         """What a stopped subtree may have left undone: its kept writes, and its sampler's connections

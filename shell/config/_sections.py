@@ -322,6 +322,10 @@ class HostSettings(_Section, frozen=True):
     when its session is taken up again; false: it ends ``interrupted``."""
     max_resumes_per_turn: int = 2
     """Times one turn may be resumed before it ends ``interrupted`` (0: never resumed)."""
+    collector: bool = True
+    """Whether the host tunes the interpreter's garbage collector for many long-lived sessions: objects
+    alive when a session starts are frozen out of its passes, and a full pass runs only when sessions
+    stopped or the frozen objects doubled (false: the collector as the interpreter sets it)."""
 
     def __post_init__(self) -> None:
         self._number("passivate_after", 0, inclusive=False)
